@@ -9,12 +9,25 @@ import (
 	"sync"
 )
 
-// slot is one value on the evaluation stack: n/d in int64 while it fits
-// (d > 0, |n| <= MaxInt64, not necessarily reduced), else bn/bd.
+// tier names where a slot's value lives. Values move up a tier when an
+// operation overflows, never down: small (int64) -> wide (512 bits, fixed
+// arrays) -> big (math/big, bounded by Limits.MaxBits).
+type tier uint8
+
+const (
+	tierSmall tier = iota
+	tierWide
+	tierBig
+)
+
+// slot is one value on the evaluation stack, n/d with d > 0 and not
+// necessarily reduced, held in the fields of its tier.
 type slot struct {
-	n, d   int64
-	big    bool
-	bn, bd *big.Int // kept across evaluations so that big values reuse memory
+	tier   tier
+	n, d   int64 // small: |n| <= MaxInt64
+	wn, wd wnat  // wide: magnitudes, with the sign in wneg
+	wneg   bool
+	bn, bd *big.Int // big: kept across evaluations so that they reuse memory
 }
 
 // machine evaluates postfix ops. Machines are pooled: a warm machine
@@ -68,7 +81,7 @@ func (m *machine) push(l *literal, pos int) *Error {
 	s := &m.stack[m.sp]
 	m.sp++
 	if !l.big {
-		s.n, s.d, s.big = l.n, l.d, false
+		s.n, s.d, s.tier = l.n, l.d, tierSmall
 		return nil
 	}
 	return m.bigLiteral(s, l, pos)
@@ -79,10 +92,13 @@ func (m *machine) apply(k opKind, pos int) *Error {
 	switch k {
 	case opNeg:
 		s := &m.stack[m.sp-1]
-		if s.big {
-			s.bn.Neg(s.bn)
-		} else {
+		switch s.tier {
+		case tierSmall:
 			s.n = -s.n
+		case tierWide:
+			s.wneg = !s.wneg && !s.wn.isZero()
+		default:
+			s.bn.Neg(s.bn)
 		}
 	case opPos:
 	default:
@@ -98,8 +114,15 @@ func (m *machine) binary(k opKind, pos int, x, y *slot) *Error {
 		return errAt(CodeDivisionByZero, pos, "division by zero",
 			"Make sure the divisor is not zero before dividing")
 	}
-	if !x.big && !y.big && smallOp(k, x, y) {
+	if x.tier == tierSmall && y.tier == tierSmall && smallOp(k, x, y) {
 		return nil
+	}
+	if x.tier <= tierWide && y.tier <= tierWide {
+		x.widen()
+		y.widen()
+		if wideOp(k, x, y) {
+			return nil
+		}
 	}
 	m.promote(x)
 	m.promote(y)
@@ -137,22 +160,42 @@ func (m *machine) binary(k opKind, pos int, x, y *slot) *Error {
 }
 
 func (s *slot) isZero() bool {
-	if s.big {
-		return s.bn.Sign() == 0
+	switch s.tier {
+	case tierSmall:
+		return s.n == 0
+	case tierWide:
+		return s.wn.isZero()
 	}
-	return s.n == 0
+	return s.bn.Sign() == 0
 }
 
+// widen moves a small value to the wide tier.
+func (s *slot) widen() {
+	if s.tier != tierSmall {
+		return
+	}
+	s.wn.setUint64(abs64(s.n))
+	s.wd.setUint64(uint64(s.d))
+	s.wneg = s.n < 0
+	s.tier = tierWide
+}
+
+// promote moves a value to the big tier.
 func (m *machine) promote(s *slot) {
-	if s.big {
+	if s.tier == tierBig {
 		return
 	}
 	if s.bn == nil {
 		s.bn, s.bd = new(big.Int), new(big.Int)
 	}
-	s.bn.SetInt64(s.n)
-	s.bd.SetInt64(s.d)
-	s.big = true
+	if s.tier == tierSmall {
+		s.bn.SetInt64(s.n)
+		s.bd.SetInt64(s.d)
+	} else {
+		s.wn.setBig(s.bn, s.wneg)
+		s.wd.setBig(s.bd, false)
+	}
+	s.tier = tierBig
 }
 
 // checkBig enforces the bounds on a big value: at most MaxBits bits in its
@@ -229,7 +272,7 @@ func (m *machine) bigLiteral(s *slot, l *literal, pos int) *Error {
 	if s.bn == nil {
 		s.bn, s.bd = new(big.Int), new(big.Int)
 	}
-	s.big = true
+	s.tier = tierBig
 	s.bn.SetString(mant, 10) // digits only: the scanner checked them
 	s.bd.SetInt64(1)
 	if exp > 0 {
@@ -250,17 +293,50 @@ func (m *machine) bigLiteral(s *slot, l *literal, pos int) *Error {
 func (m *machine) result() (Value, error) {
 	s := &m.stack[0]
 	var v Value
-	if s.big {
-		v = Value{f: newFrac(s.bn, s.bd)}
-		v.inexact = !terminatesBig(s.bn, s.bd, m.t1, m.t2, m.t3)
-	} else {
+	switch s.tier {
+	case tierSmall:
 		v = smallValue(s.n, s.d)
 		v.inexact = !terminatesSmall(v.d)
+	case tierWide:
+		v = m.wideValue(s)
+	default:
+		v = Value{f: newFrac(s.bn, s.bd)}
+		v.inexact = !terminatesBig(s.bn, s.bd, m.t1, m.t2, m.t3)
 	}
 	if r := m.cfg.round; r != nil {
 		v = v.roundTo(r.Places, r.Mode)
 	}
 	return v, nil
+}
+
+// wideValue turns a wide slot into a Value, in the small form when the
+// value fits once reduced.
+func (m *machine) wideValue(s *slot) Value {
+	if s.wn.n <= 1 && s.wd.n == 1 && s.wn.w[0] <= math.MaxInt64 && s.wd.w[0] <= math.MaxInt64 {
+		n := int64(s.wn.w[0])
+		if s.wneg {
+			n = -n
+		}
+		v := smallValue(n, int64(s.wd.w[0]))
+		v.inexact = !terminatesSmall(v.d)
+		return v
+	}
+	var rest wnat
+	strip25Wide(&s.wd, &rest)
+	terminates := true
+	switch {
+	case rest.n == 1 && rest.w[0] == 1:
+	case rest.n == 1:
+		var q wnat
+		terminates = q.divWord(&s.wn, rest.w[0]) == 0
+	default:
+		s.wn.setBig(m.t1, false)
+		rest.setBig(m.t2, false)
+		terminates = m.t3.Rem(m.t1, m.t2).Sign() == 0
+	}
+	s.wn.setBig(m.t1, s.wneg)
+	s.wd.setBig(m.t2, false)
+	return Value{f: newFrac(m.t1, m.t2), inexact: !terminates}
 }
 
 // smallOp sets x to x op y in int64 arithmetic and reports whether the
