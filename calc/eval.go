@@ -362,18 +362,6 @@ func smallOp(k opKind, x, y *slot) bool {
 			x.n, x.d = n, d
 			return true
 		}
-		// Retry over the least common denominator of the reduced operands.
-		xn, xd := reduce64(x.n, x.d)
-		yn, yd := reduce64(yn, y.d)
-		g := gcd64(uint64(xd), uint64(yd))
-		a, ok1 = mul64(xn, yd/int64(g))
-		b, ok2 = mul64(yn, xd/int64(g))
-		n, ok3 = add64(a, b)
-		d, ok4 = mul64(xd, yd/int64(g))
-		if ok1 && ok2 && ok3 && ok4 {
-			x.n, x.d = n, d
-			return true
-		}
 		return false
 	case opMul:
 		return mulFrac(x, y.n, y.d)

@@ -158,26 +158,26 @@ func (s *scanner) number(t *token, j int) *Error {
 	src := s.src
 	i := j
 	var (
-		mant     uint64 // significant digits, while they fit
-		sig      int    // digits in mant
+		mant     uint64 // the digits, while fewer than 19 are significant
 		overflow bool   // more significant digits than mant holds
 		frac     int    // digits after '.'
 	)
-	digit := func(c byte) {
-		if mant == 0 && c == '0' {
-			return // leading zero: not significant
+	// digits accumulates the run of digits at i and returns its end.
+	digits := func(i int) int {
+		for ; i < len(src); i++ {
+			c := src[i] - '0'
+			if c > 9 {
+				break
+			}
+			if mant < 1e18 {
+				mant = mant*10 + uint64(c)
+			} else {
+				overflow = true
+			}
 		}
-		if sig < 19 {
-			mant = mant*10 + uint64(c-'0')
-			sig++
-		} else {
-			overflow = true
-		}
+		return i
 	}
-	for i < len(src) && isDigit(src[i]) {
-		digit(src[i])
-		i++
-	}
+	i = digits(i)
 	if i < len(src) && src[i] == ',' {
 		// Thousands separators: a first group of 1 to 3 digits that does not
 		// start with 0, then groups of exactly three.
@@ -185,28 +185,17 @@ func (s *scanner) number(t *token, j int) *Error {
 			return badGrouping(i)
 		}
 		for i < len(src) && src[i] == ',' {
-			k := i + 1
-			for k < len(src) && isDigit(src[k]) {
-				k++
-			}
-			if k-(i+1) != 3 {
+			if k := digits(i + 1); k-(i+1) == 3 {
+				i = k
+			} else {
 				return badGrouping(i)
 			}
-			for _, c := range []byte(src[i+1 : k]) {
-				digit(c)
-			}
-			i = k
 		}
 	}
 	if i < len(src) && src[i] == '.' {
-		i++
-		for i < len(src) && isDigit(src[i]) {
-			if overflow || mant != 0 || src[i] != '0' {
-				digit(src[i])
-			}
-			frac++
-			i++
-		}
+		k := digits(i + 1)
+		frac = k - (i + 1)
+		i = k
 	}
 	exp := 0
 	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {

@@ -58,6 +58,12 @@ func (z *wnat) mul(x, y *wnat) bool {
 		z.n = 0
 		return true
 	}
+	if y.n == 1 {
+		return z.mulWord(x, y.w[0])
+	}
+	if x.n == 1 {
+		return z.mulWord(y, x.w[0])
+	}
 	if x.n+y.n > wideWords+1 {
 		return false
 	}
@@ -85,6 +91,28 @@ func (z *wnat) mul(x, y *wnat) bool {
 		return false
 	}
 	copy(z.w[:], t[:n])
+	z.n = n
+	return true
+}
+
+// mulWord sets z = x*y for a one-word y and reports whether it fits. z may
+// alias x.
+func (z *wnat) mulWord(x *wnat, y uint64) bool {
+	var carry uint64
+	n := x.n
+	for i := 0; i < n; i++ {
+		hi, lo := bits.Mul64(x.w[i], y)
+		var c uint64
+		z.w[i], c = bits.Add64(lo, carry, 0)
+		carry = hi + c
+	}
+	if carry != 0 {
+		if n == wideWords {
+			return false
+		}
+		z.w[n] = carry
+		n++
+	}
 	z.n = n
 	return true
 }
