@@ -334,9 +334,7 @@ func (m *machine) wideValue(s *slot) Value {
 		rest.setBig(m.t2, false)
 		terminates = m.t3.Rem(m.t1, m.t2).Sign() == 0
 	}
-	s.wn.setBig(m.t1, s.wneg)
-	s.wd.setBig(m.t2, false)
-	return Value{f: newFrac(m.t1, m.t2), inexact: !terminates}
+	return Value{f: newFracWide(&s.wn, &s.wd, s.wneg), inexact: !terminates}
 }
 
 // smallOp sets x to x op y in int64 arithmetic and reports whether the

@@ -51,8 +51,7 @@ var pow10 = [...]int64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
 type scanner struct {
 	src  string
 	off  int
-	prev tokKind // kind of the last token returned, for context-dependent errors
-	has  bool    // prev is valid
+	prev tokKind // kind of the last token returned (tokEOF before the first), for context-dependent errors
 }
 
 func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
@@ -81,21 +80,33 @@ func (s *scanner) startsNumber(i int) bool {
 func (s *scanner) next(t *token) *Error {
 	t.kind = tokEOF
 	err := s.scan(t)
-	s.prev, s.has = t.kind, true
+	s.prev = t.kind
 	return err
 }
 
+// operators maps the bytes that are whole tokens by themselves.
+var operators = [256]tokKind{'+': tokAdd, '-': tokSub, '*': tokMul, '/': tokDiv, '(': tokLParen, ')': tokRParen}
+
 func (s *scanner) scan(t *token) *Error {
+	src := s.src
 	i := s.off
-	for i < len(s.src) && isSpace(s.src[i]) {
+	for i < len(src) && isSpace(src[i]) {
 		i++
 	}
 	t.pos = i
-	if i >= len(s.src) {
+	if i >= len(src) {
 		s.off = i
 		return nil
 	}
-	c := s.src[i]
+	c := src[i]
+	if k := operators[c]; k != tokEOF {
+		if (c == '*' || c == '/') && i+1 < len(src) && src[i+1] == c {
+			return doubled(c, i)
+		}
+		s.off = i + 1
+		t.kind = k
+		return nil
+	}
 	switch {
 	case isDigit(c) || c == '.' && s.startsNumber(i):
 		return s.number(t, i)
@@ -104,34 +115,17 @@ func (s *scanner) scan(t *token) *Error {
 	case isLetter(c) || c == '_':
 		return s.word(i)
 	}
-	one := func(k tokKind) *Error {
-		s.off = i + 1
-		t.kind = k
-		return nil
-	}
-	switch c {
-	case '+':
-		return one(tokAdd)
-	case '-':
-		return one(tokSub)
-	case '*':
-		if i+1 < len(s.src) && s.src[i+1] == '*' {
-			return errAt(CodeUnsupportedSyntax, i, "'**' (exponentiation) is not supported",
-				"Exponentiation is not supported; multiply instead, as in 2*2*2")
-		}
-		return one(tokMul)
-	case '/':
-		if i+1 < len(s.src) && s.src[i+1] == '/' {
-			return errAt(CodeUnsupportedSyntax, i, "'//' (floor division) is not supported",
-				"Use '/' for exact division")
-		}
-		return one(tokDiv)
-	case '(':
-		return one(tokLParen)
-	case ')':
-		return one(tokRParen)
-	}
 	return s.bad(i)
+}
+
+// doubled refuses "**" and "//".
+func doubled(c byte, i int) *Error {
+	if c == '*' {
+		return errAt(CodeUnsupportedSyntax, i, "'**' (exponentiation) is not supported",
+			"Exponentiation is not supported; multiply instead, as in 2*2*2")
+	}
+	return errAt(CodeUnsupportedSyntax, i, "'//' (floor division) is not supported",
+		"Use '/' for exact division")
 }
 
 // currency scans a '$' that must stand directly before a number.
@@ -301,7 +295,7 @@ func (s *scanner) word(i int) *Error {
 	for k < len(src) && isWord(src[k]) {
 		k++
 	}
-	if src[i]|0x20 == 'x' && s.has && (s.prev == tokNum || s.prev == tokRParen) {
+	if src[i]|0x20 == 'x' && (s.prev == tokNum || s.prev == tokRParen) {
 		// "2 x 3", "2x3", "(1)x(2)": the x is followed by a number or '('.
 		n := i + 1
 		if !(k > n && isDigit(src[n])) { // x3 reads as x then 3
@@ -345,7 +339,7 @@ func (s *scanner) bad(i int) *Error {
 	case ',':
 		return badGrouping(i)
 	case '.':
-		if s.has && (s.prev == tokNum || s.prev == tokRParen) && i+1 < len(s.src) && (isLetter(s.src[i+1]) || s.src[i+1] == '_') {
+		if (s.prev == tokNum || s.prev == tokRParen) && i+1 < len(s.src) && (isLetter(s.src[i+1]) || s.src[i+1] == '_') {
 			return unsupported("attribute access is not supported",
 				"Write the number itself instead of an attribute")
 		}

@@ -20,7 +20,7 @@ type Value struct {
 // reducing costs a GCD, and only Rat and Float64 need it.
 type frac struct {
 	n, d big.Int
-	w    [12]big.Word // backing for n and d when they are small enough
+	w    [2 * wideWords]big.Word // backing for n and d when they are small enough
 }
 
 // newFrac copies n/d into one allocation when the words fit.
@@ -39,6 +39,23 @@ func newFrac(n, d *big.Int) *frac {
 	}
 	f.n.Set(n)
 	f.d.Set(d)
+	return f
+}
+
+// newFracWide copies a wide value into one allocation; the words always fit.
+func newFracWide(n, d *wnat, neg bool) *frac {
+	f := new(frac)
+	for i, w := range n.w[:n.n] {
+		f.w[i] = big.Word(w)
+	}
+	for i, w := range d.w[:d.n] {
+		f.w[n.n+i] = big.Word(w)
+	}
+	f.n.SetBits(f.w[:n.n:n.n])
+	f.d.SetBits(f.w[n.n : n.n+d.n : n.n+d.n])
+	if neg {
+		f.n.Neg(&f.n)
+	}
 	return f
 }
 
