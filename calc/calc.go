@@ -73,13 +73,17 @@ type Options struct {
 // It is safe for concurrent use and does not allocate when every
 // intermediate value fits in 64-bit numerator and denominator.
 func Eval(src string, opts *Options) (Value, error) {
-	cfg := configure(opts)
-	if err := cfg.check(); err != nil {
-		return Value{}, err
+	cfg := &defaults
+	if opts != nil {
+		c := configure(opts)
+		if err := c.check(); err != nil {
+			return Value{}, err
+		}
+		cfg = &c
 	}
 	m := getMachine()
 	defer putMachine(m)
-	m.reset(&cfg)
+	m.reset(cfg)
 	m.src = src
 	if _, err := parse(src, &m.cfg, nil, m); err != nil {
 		return Value{}, err
@@ -119,6 +123,9 @@ func (e *Expr) Eval() (Value, error) {
 // the printed form with the same options gives the same tree, within the
 // same limits.
 func (e *Expr) String() string { return printExpr(e.src, e.ops, e.cfg.accounting) }
+
+// defaults is the configuration of nil Options.
+var defaults = configure(nil)
 
 // config is Options resolved against the defaults.
 type config struct {

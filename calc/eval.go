@@ -296,7 +296,6 @@ func (m *machine) result() (Value, error) {
 	switch s.tier {
 	case tierSmall:
 		v = smallValue(s.n, s.d)
-		v.inexact = !terminatesSmall(v.d)
 	case tierWide:
 		v = m.wideValue(s)
 	default:
@@ -317,9 +316,7 @@ func (m *machine) wideValue(s *slot) Value {
 		if s.wneg {
 			n = -n
 		}
-		v := smallValue(n, int64(s.wd.w[0]))
-		v.inexact = !terminatesSmall(v.d)
-		return v
+		return smallValue(n, int64(s.wd.w[0]))
 	}
 	var rest wnat
 	strip25Wide(&s.wd, &rest)
@@ -435,12 +432,4 @@ func gcd64(a, b uint64) uint64 {
 		b -= a
 	}
 	return a << shift
-}
-
-func reduce64(n, d int64) (int64, int64) {
-	if n == 0 {
-		return 0, 1
-	}
-	g := int64(gcd64(abs64(n), uint64(d)))
-	return n / g, d / g
 }

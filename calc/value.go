@@ -9,7 +9,7 @@ import (
 
 // Value is the exact result of an evaluation. The zero Value is 0.
 type Value struct {
-	n, d    int64 // n/d in lowest terms with d > 0, when f is nil (d == 0: the zero Value)
+	n, d    int64 // n/d with d > 0, when f is nil (d == 0: the zero Value); not reduced, as a GCD is dear and rarely needed
 	f       *frac // the value, when it does not fit n/d
 	places  int   // decimal places to print, when fixed
 	fixed   bool  // rounded to places by Options.Round
@@ -60,8 +60,8 @@ func newFracWide(n, d *wnat, neg bool) *frac {
 }
 
 func smallValue(n, d int64) Value {
-	n, d = reduce64(n, d)
-	return Value{n: n, d: d}
+	_, _, rest := split25Small(d)
+	return Value{n: n, d: d, inexact: n%rest != 0}
 }
 
 // ratValue wraps a big.Rat, using the small form when it fits.
@@ -118,13 +118,17 @@ func (v Value) Float64() float64 {
 	return f
 }
 
-// terminatesSmall reports whether n/d has a finite decimal expansion.
-func terminatesSmall(d int64) bool {
-	u := uint64(d) >> bits.TrailingZeros64(uint64(d))
+// split25Small splits d = 2^twos * 5^fives * rest. The value n/d has a
+// finite decimal expansion exactly when rest divides n: no GCD is needed.
+func split25Small(d int64) (twos, fives int, rest int64) {
+	u := uint64(d)
+	twos = bits.TrailingZeros64(u)
+	u >>= twos
 	for u%5 == 0 {
 		u /= 5
+		fives++
 	}
-	return u == 1
+	return twos, fives, int64(u)
 }
 
 var (
@@ -255,20 +259,17 @@ func (v Value) smallString() (string, bool) {
 	if v.d == 0 || v.n == 0 {
 		return "0", true
 	}
-	d := uint64(v.d)
-	twos := bits.TrailingZeros64(d)
-	d >>= twos
-	fives := 0
-	for d%5 == 0 {
-		d /= 5
-		fives++
-	}
+	twos, fives, rest := split25Small(v.d)
 	k := max(twos, fives)
 	if k >= len(pow10) {
 		return "", false
 	}
-	scale := uint64(pow10[k]) / uint64(v.d)
-	hi, q := bits.Mul64(abs64(v.n), scale)
+	// n/d = (n/rest) / (2^twos * 5^fives) = (n/rest) * scale / 10^k.
+	scale := uint64(pow10[k]) >> twos
+	for range fives {
+		scale /= 5
+	}
+	hi, q := bits.Mul64(abs64(v.n/rest), scale)
 	if hi != 0 {
 		return "", false
 	}
