@@ -1,0 +1,30 @@
+package tool
+
+// Code is a stable snake_case error code. Every code a caller of the gate
+// can see is listed here, in one place, with what it means; the README
+// lists them with examples.
+type Code string
+
+const (
+	// Arguments.
+	CodeInvalidArguments  Code = "invalid_arguments"   // malformed JSON or schema violations, all listed
+	CodeArgumentsTooLarge Code = "arguments_too_large" // raw arguments over the size cap, refused before decoding
+	CodeUnknownTool       Code = "unknown_tool"        // no tool of that name is registered
+	CodeInvalidCall       Code = "invalid_call"        // an unknown role or mode in the call
+	CodeRoleNotAllowed    Code = "role_not_allowed"    // the tool's risk is above what the caller's role may run
+	CodeDenied            Code = "denied"              // the policy denies the call (mode or rule)
+	CodeApprovalRequired  Code = "approval_required"   // the policy asks a person first
+	CodePolicyError       Code = "policy_error"        // a rule failed to evaluate; the call is denied (fail closed)
+	CodeDeadlineExceeded  Code = "deadline_exceeded"   // the call ran past its deadline
+	CodeToolFailed        Code = "tool_failed"         // the tool hit a runtime fault; details are in the audit log only
+	CodeInternal          Code = "internal_error"      // airlock itself failed; nothing ran, or the outcome is unknown
+	CodePathOutside       Code = "path_outside_workspace"
+	CodeNotFound          Code = "not_found"
+	CodeNotAFile          Code = "not_a_file"
+	CodeNotADirectory     Code = "not_a_directory"
+	CodeFileTooLarge      Code = "file_too_large"
+	CodeEditNoMatch       Code = "edit_no_match"
+	CodeEditAmbiguous     Code = "edit_ambiguous"
+	CodeInvalidPattern    Code = "invalid_pattern"
+	CodeUnknownKey        Code = "unknown_key"
+)

@@ -1,0 +1,224 @@
+// Package tool defines what every door and guard of airlock shares: a Tool,
+// a Call that proposes to run it, the Result the caller sees, the error
+// value a refusal carries, and the Registry of tools. It does no I/O.
+//
+// A refusal or a tool failure is a Result whose Error is set: a stable Code,
+// a message that is safe to show a model, and one concrete repair Hint.
+// A Go error is reserved for runtime faults, which the gate turns into a
+// tool_failed Result without showing their text.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Risk is how much harm a tool can do. The zero Risk is invalid, so a tool
+// that forgot to say is refused at registration.
+type Risk uint8
+
+const (
+	RiskLow Risk = iota + 1
+	RiskMedium
+	RiskHigh
+)
+
+var riskNames = [...]string{RiskLow: "low", RiskMedium: "medium", RiskHigh: "high"}
+
+func (r Risk) String() string {
+	if r >= RiskLow && r <= RiskHigh {
+		return riskNames[r]
+	}
+	return fmt.Sprintf("Risk(%d)", uint8(r))
+}
+
+// ParseRisk parses "low", "medium" or "high".
+func ParseRisk(s string) (Risk, error) {
+	for r := RiskLow; r <= RiskHigh; r++ {
+		if riskNames[r] == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown risk %q: want low, medium or high", s)
+}
+
+// MarshalText writes the risk's name.
+func (r Risk) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// Effect is what a tool changes. The zero Effect is invalid.
+type Effect uint8
+
+const (
+	EffectRead     Effect = iota + 1 // reads only
+	EffectWrite                      // changes the workspace
+	EffectExternal                   // acts outside the workspace: network, money, messages
+)
+
+var effectNames = [...]string{EffectRead: "read", EffectWrite: "write", EffectExternal: "external"}
+
+func (e Effect) String() string {
+	if e >= EffectRead && e <= EffectExternal {
+		return effectNames[e]
+	}
+	return fmt.Sprintf("Effect(%d)", uint8(e))
+}
+
+// ParseEffect parses "read", "write" or "external".
+func ParseEffect(s string) (Effect, error) {
+	for e := EffectRead; e <= EffectExternal; e++ {
+		if effectNames[e] == s {
+			return e, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown effect %q: want read, write or external", s)
+}
+
+// MarshalText writes the effect's name.
+func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// Executor runs a call whose arguments the gate has already validated
+// against the tool's schema and whose guards have passed. It returns a
+// Result, with Error set for a failure the model may repair, or a Go error
+// for a runtime fault.
+type Executor func(ctx context.Context, call *Call) (Result, error)
+
+// Tool is one capability offered to a model.
+type Tool struct {
+	Name        string
+	Description string
+	// Schema is the bounded JSON Schema (2020-12) of the arguments: an
+	// object with no additional properties, every string with maxLength,
+	// every array with maxItems, every number with bounds. It is also what
+	// the model is shown.
+	Schema json.RawMessage
+	Risk   Risk
+	Effect Effect
+	// PathArgs names the top-level string arguments that are workspace
+	// paths; the gate resolves them inside the workspace before anything
+	// runs.
+	PathArgs []string
+	Run      Executor
+}
+
+// Call is a proposal to run a tool, whichever door it came in by.
+type Call struct {
+	ID      string          `json:"id,omitempty"` // set by the gate when empty
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+	Session string          `json:"session,omitempty"`
+	Role    string          `json:"role,omitempty"` // viewer, operator or admin
+	Mode    string          `json:"mode,omitempty"` // read-only, ask, auto-edit or auto
+}
+
+// Provenance says where a result's content came from, so that later stages
+// can tell trusted from untrusted content.
+type Provenance struct {
+	Tool   string `json:"tool"`
+	Source string `json:"source,omitempty"` // such as "workspace:notes/a.txt", "faq:refunds", "calc"
+}
+
+// Result is what the caller, and so the model, sees of a call.
+type Result struct {
+	Content    string     `json:"content"`
+	Error      *Error     `json:"error,omitempty"`
+	Provenance Provenance `json:"provenance"`
+	Decision   string     `json:"decision,omitempty"` // the gate's: allow, deny or ask
+	Rule       string     `json:"rule,omitempty"`     // the rule that decided, if any
+	CallID     string     `json:"call_id,omitempty"`
+	Session    string     `json:"session,omitempty"`
+}
+
+// OK reports whether the call succeeded.
+func (r *Result) OK() bool { return r.Error == nil }
+
+// Fail returns a Result carrying an error value.
+func Fail(code Code, message, hint string) Result {
+	return Result{Error: &Error{Code: code, Message: message, Hint: hint}}
+}
+
+// Error is a refusal or failure as a value. It is also a Go error, so that
+// packages below the gate can return it through error-typed APIs.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint"`
+	// Violations lists every schema violation of invalid_arguments, so the
+	// model can repair them all at once.
+	Violations []Violation `json:"violations,omitempty"`
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code Code, hint, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// Violation is one schema violation at a JSON pointer into the arguments.
+type Violation struct {
+	Pointer string `json:"pointer"` // "" is the whole arguments object
+	Message string `json:"message"`
+}
+
+// namePattern is what a tool name may look like: what MCP clients and
+// model APIs accept everywhere.
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// Registry holds the tools by name. Register everything at start-up; after
+// that a Registry is read-only and safe for concurrent use.
+type Registry struct {
+	tools map[string]*Tool
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{tools: map[string]*Tool{}} }
+
+// Register adds a tool. It refuses a tool with an invalid name, a missing
+// risk, effect, schema or executor, or a name already taken.
+func (r *Registry) Register(t Tool) error {
+	switch {
+	case !namePattern.MatchString(t.Name):
+		return fmt.Errorf("tool name %q: want lower case letters, digits and _, starting with a letter, at most 64", t.Name)
+	case r.tools[t.Name] != nil:
+		return fmt.Errorf("tool %q is already registered", t.Name)
+	case t.Risk < RiskLow || t.Risk > RiskHigh:
+		return fmt.Errorf("tool %q: risk must be low, medium or high", t.Name)
+	case t.Effect < EffectRead || t.Effect > EffectExternal:
+		return fmt.Errorf("tool %q: effect must be read, write or external", t.Name)
+	case len(t.Schema) == 0:
+		return fmt.Errorf("tool %q has no input schema", t.Name)
+	case t.Run == nil:
+		return fmt.Errorf("tool %q has no executor", t.Name)
+	case strings.TrimSpace(t.Description) == "":
+		return fmt.Errorf("tool %q has no description", t.Name)
+	}
+	t.PathArgs = slices.Clone(t.PathArgs)
+	r.tools[t.Name] = &t
+	return nil
+}
+
+// Lookup returns the tool with the given name.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// List returns the tools sorted by name.
+func (r *Registry) List() []*Tool {
+	out := make([]*Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
