@@ -1,0 +1,324 @@
+package workspace
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"airlock.dev/airlock/tool"
+)
+
+// SnapshotsDir holds one directory of snapshots per session.
+const SnapshotsDir = StateDir + "/snapshots"
+
+// MaxSessionLength bounds a session id; a session id is 1 to
+// MaxSessionLength letters, digits, '_' or '-'.
+const MaxSessionLength = 64
+
+// checkSession refuses a session id that could not name a directory
+// safely.
+func checkSession(s string) error {
+	ok := len(s) >= 1 && len(s) <= MaxSessionLength
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	}
+	if !ok {
+		return tool.Errorf(tool.CodeInvalidCall, hintSession, "the session id %q is not 1 to %d letters, digits, '_' or '-'", s, MaxSessionLength)
+	}
+	return nil
+}
+
+// A snapshot is one file per change under SnapshotsDir/<session>/, named
+// by a sequence number (00000001.snap, ...): a JSON header line, then the
+// previous content, raw (it may be binary). Kind "dir" records a directory
+// a write created; kind "file" a file's previous state, which is its
+// content and permissions, or its absence.
+const (
+	kindFile = "file"
+	kindDir  = "dir"
+
+	snapshotVersion = 1
+	snapshotSuffix  = ".snap"
+
+	// maxClaimAttempts bounds the tries for a free sequence number when
+	// another writer takes them first.
+	maxClaimAttempts = 100
+)
+
+type snapshotHeader struct {
+	Version int    `json:"version"`
+	Path    string `json:"path"` // canonical
+	Kind    string `json:"kind"` // kindFile or kindDir
+	Existed bool   `json:"existed"`
+	Mode    uint32 `json:"mode,omitempty"` // permission bits of a file that existed
+	Size    int    `json:"size"`           // bytes of content after the header line
+	SHA256  string `json:"sha256,omitempty"`
+}
+
+// snapshot records h and content as the session's next snapshot, durably,
+// before the change it describes is made. A failure is a runtime fault:
+// the change must then not be made.
+func (w *Workspace) snapshot(session string, h snapshotHeader, content []byte) error {
+	fail := func(err error) error {
+		return fmt.Errorf("workspace: cannot snapshot %s for session %s: %v", h.Path, session, err)
+	}
+	d, err := w.openDir(SnapshotsDir+"/"+session, true)
+	if err != nil {
+		return fail(err)
+	}
+	defer d.Close()
+	names, err := snapshotNames(d)
+	if err != nil {
+		return fail(err)
+	}
+	n := 1
+	if len(names) > 0 {
+		n = names[len(names)-1].seq + 1
+	}
+	h.Version, h.Size = snapshotVersion, len(content)
+	if h.Kind == kindFile && h.Existed {
+		sum := sha256.Sum256(content)
+		h.SHA256 = hex.EncodeToString(sum[:])
+	}
+	head, err := json.Marshal(h)
+	if err != nil {
+		return fail(err)
+	}
+	data := slices.Concat(head, []byte{'\n'}, content)
+	for range maxClaimAttempts {
+		name := fmt.Sprintf("%08d%s", n, snapshotSuffix)
+		f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			n++
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(d)
+		}
+		if err != nil {
+			d.Remove(name)
+			return fail(err)
+		}
+		return nil
+	}
+	return fail(fmt.Errorf("no free sequence number after %d tries", maxClaimAttempts))
+}
+
+type snapshotName struct {
+	name string
+	seq  int
+}
+
+// snapshotNames lists the snapshots in a session's directory, oldest
+// first; other names are ignored.
+func snapshotNames(d *os.Root) ([]snapshotName, error) {
+	f, err := d.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	all, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	var out []snapshotName
+	for _, name := range all {
+		num, ok := strings.CutSuffix(name, snapshotSuffix)
+		if !ok {
+			continue
+		}
+		seq, err := strconv.Atoi(num)
+		if err != nil || seq < 1 {
+			continue
+		}
+		out = append(out, snapshotName{name, seq})
+	}
+	slices.SortFunc(out, func(a, b snapshotName) int { return cmp.Compare(a.seq, b.seq) })
+	return out, nil
+}
+
+// readSnapshot reads and checks one snapshot.
+func readSnapshot(d *os.Root, name string) (snapshotHeader, []byte, error) {
+	var h snapshotHeader
+	f, fi, err := openRegular(d, name)
+	if err != nil {
+		return h, nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, fi.Size()))
+	if err != nil {
+		return h, nil, err
+	}
+	i := bytes.IndexByte(data, '\n')
+	if i < 0 {
+		return h, nil, errors.New("no header line")
+	}
+	if err := json.Unmarshal(data[:i], &h); err != nil {
+		return h, nil, fmt.Errorf("header: %v", err)
+	}
+	content := data[i+1:]
+	switch {
+	case h.Version != snapshotVersion:
+		return h, nil, fmt.Errorf("version %d, want %d", h.Version, snapshotVersion)
+	case h.Kind != kindFile && h.Kind != kindDir:
+		return h, nil, fmt.Errorf("unknown kind %q", h.Kind)
+	case !validCanonical(h.Path):
+		return h, nil, fmt.Errorf("path %q is not a canonical workspace path", h.Path)
+	case len(content) != h.Size:
+		return h, nil, fmt.Errorf("%d bytes of content, header says %d (damaged)", len(content), h.Size)
+	}
+	if h.Kind == kindFile && h.Existed {
+		if sum := sha256.Sum256(content); hex.EncodeToString(sum[:]) != h.SHA256 {
+			return h, nil, errors.New("content does not match its SHA-256 (damaged)")
+		}
+	}
+	return h, content, nil
+}
+
+// validCanonical reports whether p has the form Resolve gives a path
+// other than the root, outside StateDir.
+func validCanonical(p string) bool {
+	if p == "" || strings.IndexByte(p, 0) >= 0 || inState(p) {
+		return false
+	}
+	for c := range strings.SplitSeq(p, "/") {
+		if c == "" || c == "." || c == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// Rollback undoes every change the session made through WriteFile and
+// EditFile: it applies the session's snapshots newest first, so that each
+// file ends as it was before the session's first change to it — its
+// content and permissions restored, or removed again if the session
+// created it — and directories the session created are removed again
+// when empty. It returns the paths it restored, newest change first, and
+// then forgets the session's snapshots, so a second Rollback does nothing.
+// If a snapshot cannot be applied, Rollback stops with an error and keeps
+// them all: fixing the cause and calling it again is safe.
+func (w *Workspace) Rollback(session string) ([]string, error) {
+	if err := w.ready(); err != nil {
+		return nil, err
+	}
+	if err := checkSession(session); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d, err := w.openDir(SnapshotsDir+"/"+session, false)
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) && te.Code == tool.CodeNotFound {
+			return nil, nil // nothing to undo
+		}
+		return nil, fmt.Errorf("workspace: rollback of session %s: %v", session, err)
+	}
+	defer d.Close()
+	names, err := snapshotNames(d)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: rollback of session %s: %w", session, err)
+	}
+	restored := []string{}
+	seen := map[string]bool{}
+	for _, s := range slices.Backward(names) {
+		h, content, err := readSnapshot(d, s.name)
+		if err != nil {
+			return restored, fmt.Errorf("workspace: rollback of session %s: snapshot %s: %w", session, s.name, err)
+		}
+		did, err := w.restore(h, content)
+		if err != nil {
+			return restored, fmt.Errorf("workspace: rollback of session %s: restoring %s: %w", session, h.Path, err)
+		}
+		if did && !seen[h.Path] {
+			seen[h.Path] = true
+			restored = append(restored, h.Path)
+		}
+	}
+	parent, err := w.openDir(SnapshotsDir, false)
+	if err != nil {
+		return restored, fmt.Errorf("workspace: rollback of session %s: %v", session, err)
+	}
+	defer parent.Close()
+	if err := parent.RemoveAll(session); err != nil {
+		return restored, fmt.Errorf("workspace: rollback of session %s: forgetting its snapshots: %w", session, err)
+	}
+	return restored, nil
+}
+
+// restore applies one snapshot. It reports whether the path is now as
+// recorded because of it (a directory kept because it is not empty is
+// not).
+func (w *Workspace) restore(h snapshotHeader, content []byte) (bool, error) {
+	name := baseOf(h.Path)
+	if h.Kind == kindFile && h.Existed {
+		d, err := w.openDir(dirOf(h.Path), true)
+		if err != nil {
+			return false, err
+		}
+		defer d.Close()
+		if err := replaceFile(d, name, content, fs.FileMode(h.Mode), true); err != nil {
+			return false, w.fsError(h.Path, err)
+		}
+		return true, nil
+	}
+	d, err := w.openDir(dirOf(h.Path), false)
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) && (te.Code == tool.CodeNotFound || te.Code == tool.CodeNotADirectory) {
+			return h.Kind == kindFile, nil // its parent is gone: so is it
+		}
+		return false, err
+	}
+	defer d.Close()
+	fi, err := d.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return h.Kind == kindFile, nil
+	case err != nil:
+		return false, w.fsError(h.Path, err)
+	}
+	if h.Kind == kindDir {
+		if !fi.IsDir() {
+			return false, nil // something else took its place since
+		}
+		err := d.Remove(name)
+		switch {
+		case err == nil:
+			return true, nil
+		case isErrno(err, errNotEmpty) || errors.Is(err, fs.ErrExist):
+			return false, nil // it holds what the session did not create
+		}
+		return false, w.fsError(h.Path, err)
+	}
+	if fi.IsDir() {
+		return false, tool.Errorf(tool.CodeNotAFile, "Move the directory away, then roll back again",
+			"%q, which the session created as a file, is now a directory", h.Path)
+	}
+	if err := d.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, w.fsError(h.Path, err)
+	}
+	return true, nil
+}
