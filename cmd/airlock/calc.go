@@ -195,6 +195,16 @@ func invalidInput(msg, hint string) calcAnswer {
 // calcBatch answers each line of in with exactly one JSON line on out, in
 // order, whatever the line holds.
 func calcBatch(ctx context.Context, in io.Reader, out io.Writer, opts *calc.Options) error {
+	return answerLines(ctx, in, out, MaxBatchLine, func(line []byte, tooLong bool) any {
+		return batchAnswer(line, tooLong, opts)
+	})
+}
+
+// answerLines is the JSON Lines contract of the bulk commands: each input
+// line, of any length, gets exactly one JSON line of output, in order, and
+// no line stops the stream. At most max bytes of a line are kept; answer is
+// told when a line was longer. Only a failure to read or write ends it.
+func answerLines(ctx context.Context, in io.Reader, out io.Writer, max int, answer func(line []byte, tooLong bool) any) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
@@ -204,14 +214,14 @@ func calcBatch(ctx context.Context, in io.Reader, out io.Writer, opts *calc.Opti
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		line, tooLong, err := readLine(r)
+		line, tooLong, err := readLine(r, max)
 		if err == io.EOF && line == nil {
 			return nil
 		}
 		if err != nil && err != io.EOF {
 			return err
 		}
-		if encErr := enc.Encode(batchAnswer(line, tooLong, opts)); encErr != nil {
+		if encErr := enc.Encode(answer(line, tooLong)); encErr != nil {
 			return encErr
 		}
 		// Flush when no more input is waiting, so that a line-by-line
@@ -227,14 +237,14 @@ func calcBatch(ctx context.Context, in io.Reader, out io.Writer, opts *calc.Opti
 	}
 }
 
-// readLine reads one line without its end of line. It keeps at most
-// MaxBatchLine bytes and then reports tooLong, having read through the end
-// of the line. A last line without a newline ends with io.EOF.
-func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
+// readLine reads one line without its end of line. It keeps at most max
+// bytes and then reports tooLong, having read through the end of the line.
+// A last line without a newline ends with io.EOF.
+func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	line = []byte{}
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) <= MaxBatchLine {
+		if len(line)+len(chunk) <= max {
 			line = append(line, chunk...)
 		} else if !tooLong {
 			tooLong = true

@@ -35,6 +35,11 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"calc", "evaluate exact arithmetic: airlock calc [flags] EXPR, or --batch over JSON lines", runCalc},
+		{"check", "decide proposals read as JSON lines, running every guard and executing nothing", runCheck},
+		{"call", "run one tool call through the whole gate: airlock call TOOL 'JSON'", runCall},
+		{"policy", "show the effective policy, or check a policy file", runPolicy},
+		{"audit", "verify an audit log's hash chain: airlock audit verify FILE", runAudit},
+		{"rollback", "restore every file a session changed: airlock rollback --session ID", runRollback},
 	}
 }
 

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"airlock.dev/airlock/audit"
+	"airlock.dev/airlock/gate"
+	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/tool"
+	"airlock.dev/airlock/tools"
+	"airlock.dev/airlock/workspace"
+)
+
+// gateFlags are the flags every command that builds a gate shares.
+type gateFlags struct {
+	workspace string
+	policy    string
+	mode      string
+	role      string
+	faq       string
+}
+
+func (f *gateFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.workspace, "workspace", ".", "the workspace `DIR` the file tools are scoped to")
+	fs.StringVar(&f.policy, "policy", "", "a policy `FILE` whose rules are added on top of the built-in policy")
+	fs.StringVar(&f.mode, "mode", "", "the session's permission `mode`: read-only, ask (default), auto-edit or auto")
+	fs.StringVar(&f.role, "role", policy.DefaultRole, "the caller's `role`: viewer, operator or admin")
+	fs.StringVar(&f.faq, "faq", "", "a FAQ index `FILE` of approved keys for faq_lookup")
+}
+
+// env is a gate with what it was built from, ready for calls.
+type env struct {
+	gate *gate.Gate
+	ws   *workspace.Workspace
+	log  *audit.Log
+}
+
+func (e *env) Close() error {
+	err := e.log.Close()
+	return errors.Join(err, e.ws.Close())
+}
+
+// stateDir returns airlock's state directory inside a workspace.
+func stateDir(ws string) string { return filepath.Join(ws, workspace.StateDir) }
+
+// auditPath is where a workspace's audit log lives.
+func auditPath(ws string) string { return filepath.Join(stateDir(ws), "audit.jsonl") }
+
+// openEnv builds the gate: the workspace, the policy, the audit log and
+// the registry of built-in tools.
+func openEnv(f *gateFlags) (*env, error) {
+	ws, err := workspace.Open(f.workspace, nil)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	pol := policy.Default()
+	if f.policy != "" {
+		if pol, err = policy.Load(f.policy); err != nil {
+			ws.Close()
+			return nil, err
+		}
+	}
+	reg := tool.NewRegistry()
+	list := append([]tool.Tool{tools.Calculate()}, tools.FileTools(ws)...)
+	if f.faq != "" {
+		faq, err := tools.LoadFAQ(f.faq)
+		if err != nil {
+			ws.Close()
+			return nil, err
+		}
+		list = append(list, faq)
+	}
+	for _, t := range list {
+		if err := reg.Register(t); err != nil {
+			ws.Close()
+			return nil, err
+		}
+	}
+	log, err := audit.Open(auditPath(ws.Dir()), nil)
+	if err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	g, err := gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log})
+	if err != nil {
+		log.Close()
+		ws.Close()
+		return nil, err
+	}
+	return &env{gate: g, ws: ws, log: log}, nil
+}
+
+// checkLine is one line of airlock check's output.
+type checkLine struct {
+	Decision string `json:"decision"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Hint     string `json:"hint"`
+	Rule     string `json:"rule"`
+}
+
+// MaxProposalLine bounds the bytes of one airlock check input line kept in
+// memory; a longer line is answered arguments_too_large.
+const MaxProposalLine = 8 << 20
+
+func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var gf gateFlags
+	gf.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: airlock check [flags] < proposals.jsonl\n\nEach input line is {\"tool\":\"...\",\"args\":{...}}; each output line the decision.\nEvery guard runs; nothing executes.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "airlock check: proposals are read from stdin, not from arguments")
+		return exitUsage
+	}
+	e, err := openEnv(&gf)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock check: %v\n", err)
+		return exitRefused
+	}
+	defer e.Close()
+
+	err = answerLines(ctx, stdin, stdout, MaxProposalLine, func(line []byte, tooLong bool) any {
+		return checkOne(ctx, e.gate, &gf, line, tooLong)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock check: %v\n", err)
+		return exitRefused
+	}
+	return exitOK
+}
+
+func checkOne(ctx context.Context, g *gate.Gate, gf *gateFlags, line []byte, tooLong bool) checkLine {
+	deny := func(code tool.Code, msg, hint string) checkLine {
+		return checkLine{Decision: "deny", Code: string(code), Message: msg, Hint: hint}
+	}
+	if tooLong {
+		return deny(tool.CodeArgumentsTooLarge, fmt.Sprintf("the line is longer than %d bytes", MaxProposalLine),
+			"Send smaller arguments")
+	}
+	var p struct {
+		Tool string          `json:"tool"`
+		Args json.RawMessage `json:"args"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(line)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || dec.More() {
+		return deny(tool.CodeInvalidCall, "the line is not a proposal {\"tool\":\"...\",\"args\":{...}}",
+			`Send one JSON object per line, as in {"tool":"calculate","args":{"expression":"1+2"}}`)
+	}
+	if p.Args == nil {
+		p.Args = json.RawMessage(`{}`)
+	}
+	res := g.Check(ctx, tool.Call{Tool: p.Tool, Args: p.Args, Role: gf.role, Mode: gf.mode})
+	out := checkLine{Decision: res.Decision, Rule: res.Rule}
+	if res.Error != nil {
+		out.Code, out.Message, out.Hint = string(res.Error.Code), res.Error.Message, res.Error.Hint
+	}
+	return out
+}
+
+// callOutput is airlock call --json's object.
+type callOutput struct {
+	OK       bool        `json:"ok"`
+	Content  string      `json:"content"`
+	Error    *tool.Error `json:"error,omitempty"`
+	Decision string      `json:"decision"`
+	Rule     string      `json:"rule,omitempty"`
+	Session  string      `json:"session"`
+	CallID   string      `json:"call_id"`
+	Source   string      `json:"source,omitempty"`
+}
+
+func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var gf gateFlags
+	gf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	session := fs.String("session", "", "the session `ID` (a new one when absent; printed in the result)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: airlock call [flags] TOOL 'JSON-ARGS'\n\nRuns one call through the whole gate. An ask is not prompted for: it returns\napproval_required and exits 1.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	rest, err := interleaved(fs, args)
+	if err != nil {
+		return usageExit(err)
+	}
+	if len(rest) < 1 || len(rest) > 2 {
+		fs.Usage()
+		return exitUsage
+	}
+	argsJSON := "{}"
+	if len(rest) == 2 {
+		argsJSON = rest[1]
+	}
+	e, err := openEnv(&gf)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock call: %v\n", err)
+		return exitRefused
+	}
+	defer e.Close()
+
+	res := e.gate.Call(ctx, tool.Call{Tool: rest[0], Args: json.RawMessage(argsJSON),
+		Session: *session, Role: gf.role, Mode: gf.mode})
+	if *asJSON {
+		line, _ := json.Marshal(callOutput{OK: res.Error == nil, Content: res.Content, Error: res.Error,
+			Decision: res.Decision, Rule: res.Rule, Session: res.Session, CallID: res.CallID, Source: res.Provenance.Source})
+		fmt.Fprintf(stdout, "%s\n", line)
+	} else {
+		if res.Error == nil {
+			fmt.Fprint(stdout, res.Content)
+			if !strings.HasSuffix(res.Content, "\n") {
+				fmt.Fprintln(stdout)
+			}
+		} else {
+			fmt.Fprintf(stderr, "error: %s: %s. Hint: %s\n", res.Error.Code, res.Error.Message, res.Error.Hint)
+		}
+		fmt.Fprintf(stderr, "session %s\n", res.Session)
+	}
+	if res.Error != nil {
+		return exitRefused
+	}
+	return exitOK
+}
+
+// interleaved parses flags that may stand before, between or after the
+// positional arguments, as people type them.
+func interleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}
+
+func usageExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	usage := func() int {
+		fmt.Fprintln(stderr, "usage: airlock policy show [--policy FILE]\n       airlock policy check FILE")
+		return exitUsage
+	}
+	if len(args) == 0 {
+		return usage()
+	}
+	switch args[0] {
+	case "show":
+		fs := flag.NewFlagSet("policy show", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		file := fs.String("policy", "", "a policy `FILE` to add on top of the built-in policy")
+		if err := fs.Parse(args[1:]); err != nil {
+			return usageExit(err)
+		}
+		p := policy.Default()
+		if *file != "" {
+			var err error
+			if p, err = policy.Load(*file); err != nil {
+				fmt.Fprintf(stderr, "airlock policy show: %v\n", err)
+				return exitRefused
+			}
+		}
+		stdout.Write(p.Effective())
+		return exitOK
+	case "check":
+		if len(args) != 2 {
+			return usage()
+		}
+		if _, err := policy.Load(args[1]); err != nil {
+			fmt.Fprintf(stderr, "airlock policy check: %v\n", err)
+			return exitRefused
+		}
+		fmt.Fprintf(stdout, "%s: ok\n", args[1])
+		return exitOK
+	}
+	return usage()
+}
+
+func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 2 || args[0] != "verify" {
+		fmt.Fprintln(stderr, "usage: airlock audit verify FILE")
+		return exitUsage
+	}
+	rep, err := audit.Verify(args[1])
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit verify: %v\n", err)
+		return exitRefused
+	}
+	if rep.OK {
+		fmt.Fprintf(stdout, "%s: ok, %d records, head %s\n", args[1], rep.Records, rep.Head)
+		return exitOK
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(stdout, "%s:%d: record %d %s: %s\n", args[1], p.Line, p.Seq, p.Kind, p.Message)
+	}
+	return exitRefused
+}
+
+func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("workspace", ".", "the workspace `DIR`")
+	session := fs.String("session", "", "the session `ID` whose changes to undo")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if *session == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: airlock rollback --session ID [--workspace DIR]")
+		return exitUsage
+	}
+	ws, err := workspace.Open(*dir, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock rollback: %v\n", err)
+		return exitRefused
+	}
+	defer ws.Close()
+	paths, err := ws.Rollback(*session)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock rollback: %v\n", err)
+		return exitRefused
+	}
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "restored %s\n", p)
+	}
+	fmt.Fprintf(stderr, "%d files restored\n", len(paths))
+	return exitOK
+}

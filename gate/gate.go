@@ -1,0 +1,419 @@
+// Package gate is the one pipeline every tool call passes, whichever door it
+// came in by (CLI, MCP, HTTP, the agent loop, a Go program). It is the one
+// package that knows all the guards.
+//
+// The stages run in the order of the stages table below. Each either passes
+// the call on or ends it with a decision, and none can widen what an
+// earlier stage decided: a denied or asked call never reaches its executor.
+// Every call, whatever its outcome, is appended to the audit log with each
+// stage's decision and timing.
+//
+//	g, _ := gate.New(registry, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: log})
+//	res := g.Call(ctx, tool.Call{Tool: "calculate", Args: json.RawMessage(`{"expression":"2*21"}`)})
+package gate
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"airlock.dev/airlock/audit"
+	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/schema"
+	"airlock.dev/airlock/tool"
+	"airlock.dev/airlock/workspace"
+)
+
+// DefaultTimeout is the deadline of one call, all stages included.
+const DefaultTimeout = 30 * time.Second
+
+// Options configures a Gate. A nil *Options is all defaults, which deny
+// every call: with no policy nothing is allowed (fail closed).
+type Options struct {
+	// Policy decides allow, deny or ask. Nil denies everything.
+	Policy *policy.Policy
+	// Workspace scopes the file tools. Nil refuses every call that has a
+	// path argument.
+	Workspace *workspace.Workspace
+	// Audit receives one entry per call. Nil keeps no log (for tests and
+	// embedding); the CLI and servers always set it.
+	Audit *audit.Log
+	// Timeout is the deadline of one call; zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxArgBytes caps the raw arguments; zero means schema.DefaultMaxArgBytes.
+	MaxArgBytes int
+}
+
+// Gate runs calls through the pipeline. It is safe for concurrent use.
+type Gate struct {
+	tools map[string]*entry
+	opts  Options
+}
+
+// entry is a registered tool with its schema, compiled once.
+type entry struct {
+	tool   *tool.Tool
+	schema *schema.Schema
+}
+
+// New compiles every tool's schema; a schema that is not strictly bounded
+// is an error here, at start-up, not at the first call.
+func New(reg *tool.Registry, opts *Options) (*Gate, error) {
+	g := &Gate{tools: map[string]*entry{}}
+	if opts != nil {
+		g.opts = *opts
+	}
+	if g.opts.Timeout <= 0 {
+		g.opts.Timeout = DefaultTimeout
+	}
+	for _, t := range reg.List() {
+		s, err := schema.Compile(t.Name, t.Schema, &schema.Options{MaxArgBytes: g.opts.MaxArgBytes})
+		if err != nil {
+			return nil, fmt.Errorf("gate: %w", err)
+		}
+		g.tools[t.Name] = &entry{tool: t, schema: s}
+	}
+	return g, nil
+}
+
+// Tools returns the registered tools with the schemas models are shown.
+func (g *Gate) Tools() []*tool.Tool {
+	out := make([]*tool.Tool, 0, len(g.tools))
+	for _, e := range g.tools {
+		out = append(out, e.tool)
+	}
+	slices.SortFunc(out, func(a, b *tool.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Call runs one call through every stage and returns what the caller sees.
+func (g *Gate) Call(ctx context.Context, c tool.Call) tool.Result {
+	return g.run(ctx, c, true)
+}
+
+// Check runs every stage but execution: the result carries the decision
+// (allow, deny or ask) and, unless allowed, the error value, and nothing
+// runs. It is still audited, as a check.
+func (g *Gate) Check(ctx context.Context, c tool.Call) tool.Result {
+	return g.run(ctx, c, false)
+}
+
+// call is one call's state as it moves through the stages.
+type call struct {
+	tool.Call
+	execute bool
+	entry   *entry
+	args    map[string]any // the decoded arguments, for policy and guards
+	paths   []string       // canonical workspace paths of the path arguments
+	verdict policy.Decision
+	result  tool.Result
+	stages  []audit.Stage
+	note    string // internal detail for the audit log only
+}
+
+// stage is one step of the pipeline. It returns nil to pass the call on,
+// or the error value that ends it; end says whether that is a deny or an
+// ask, for the record.
+type stage struct {
+	name string
+	run  func(g *Gate, ctx context.Context, c *call) (end *tool.Error, action string)
+}
+
+// stages is the pipeline, in order. Stages that later work fills in pass
+// through here, explicitly, so that their place is visible.
+var stages = []stage{
+	{"decode", (*Gate).decode},        // size cap, known tool, JSON
+	{"validate", (*Gate).validate},    // the tool's bounded schema
+	{"authorize", (*Gate).authorize},  // role, risk, mode and rules
+	{"guards", (*Gate).guards},        // workspace paths (commands and URLs: later)
+	{"intent", passThrough},           // provenance of sensitive values: later
+	{"loop", passThrough},             // step, token and time budgets, kill switch: later
+	{"approval", (*Gate).approval},    // an ask parks the call (a persistent queue: later)
+	{"idempotency", passThrough},      // the exactly-once ledger: later
+	{"execute", (*Gate).executeStage}, // the executor, under the deadline
+	{"after", (*Gate).after},          // size cap; redaction and envelopes: later
+}
+
+func passThrough(*Gate, context.Context, *call) (*tool.Error, string) { return nil, "skip" }
+
+func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
+	defer cancel()
+	c := &call{Call: tc, execute: execute}
+	if c.ID == "" {
+		c.ID = newID()
+	}
+	if c.Session == "" {
+		c.Session = newID()
+	}
+	if c.Role == "" {
+		c.Role = policy.DefaultRole
+	}
+	if c.Mode == "" {
+		c.Mode = policy.DefaultMode
+	}
+	c.verdict = policy.Decision{Action: policy.Allow}
+	for _, s := range stages {
+		t0 := time.Now()
+		end, action := s.run(g, ctx, c)
+		if end == nil && ctx.Err() != nil {
+			end, action = deadlineError(g.opts.Timeout), "deny"
+		}
+		rec := audit.Stage{Name: s.name, Decision: action, Micros: time.Since(t0).Microseconds()}
+		if end != nil {
+			rec.Code = string(end.Code)
+			c.stages = append(c.stages, rec)
+			c.result = tool.Result{Error: end}
+			if action == "deny" && s.name != "authorize" {
+				// A guard or check of its own ended the call: the policy's
+				// rule did not decide it.
+				c.verdict = policy.Decision{Action: policy.Deny, Code: end.Code}
+			}
+			break
+		}
+		c.stages = append(c.stages, rec)
+		if !execute && s.name == "idempotency" {
+			break // a check stops before anything runs
+		}
+	}
+	res := c.result
+	res.Decision = c.verdict.Action.String()
+	res.Rule = c.verdict.Rule
+	res.CallID, res.Session = c.ID, c.Session
+	if res.Provenance.Tool == "" {
+		res.Provenance.Tool = c.Tool
+	}
+	if err := g.record(c, &res, time.Since(start)); err != nil {
+		// A call that cannot be audited must not look successful.
+		res = tool.Result{Error: &tool.Error{Code: tool.CodeInternal,
+			Message: "the call could not be written to the audit log",
+			Hint:    "Tell the operator: airlock's audit log is failing"},
+			Decision: res.Decision, CallID: c.ID, Session: c.Session, Provenance: res.Provenance}
+	}
+	return res
+}
+
+func deadlineError(d time.Duration) *tool.Error {
+	return &tool.Error{Code: tool.CodeDeadlineExceeded,
+		Message: fmt.Sprintf("the call ran past its deadline of %s", d),
+		Hint:    "Ask for less work in one call, such as a smaller file range or a narrower pattern"}
+}
+
+func (g *Gate) decode(_ context.Context, c *call) (*tool.Error, string) {
+	e, ok := g.tools[c.Tool]
+	if !ok {
+		return &tool.Error{Code: tool.CodeUnknownTool, Message: fmt.Sprintf("there is no tool named %q", truncate(c.Tool, 64)),
+			Hint: "Call one of the tools listed for this session"}, "deny"
+	}
+	c.entry = e
+	return nil, "pass"
+}
+
+func (g *Gate) validate(_ context.Context, c *call) (*tool.Error, string) {
+	args, err := c.entry.schema.Decode(c.Args)
+	if err != nil {
+		return err, "deny"
+	}
+	c.args = plainNumbers(args).(map[string]any)
+	return nil, "pass"
+}
+
+func (g *Gate) authorize(ctx context.Context, c *call) (*tool.Error, string) {
+	t := c.entry.tool
+	d := g.opts.Policy.Decide(ctx, policy.Input{
+		Tool: t.Name, Risk: t.Risk, Effect: t.Effect,
+		Role: c.Role, Mode: c.Mode, Session: c.Session, Args: c.args,
+	})
+	c.verdict = d
+	switch d.Action {
+	case policy.Allow:
+		return nil, "allow"
+	case policy.Ask:
+		return nil, "ask" // the approval stage ends it, after the guards have had their say
+	}
+	return decisionError(d), "deny"
+}
+
+// plainNumbers turns the validated arguments' json.Number values into
+// int64 where they are integers, else float64, the types policy rules
+// compare.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func decisionError(d policy.Decision) *tool.Error {
+	code := d.Code
+	if code == "" {
+		code = tool.CodeDenied
+	}
+	return &tool.Error{Code: code, Message: d.Reason, Hint: d.Hint}
+}
+
+// GitWriteRule names the guard that asks before writes into .git/, in
+// every mode: a repository's hooks and config run code.
+const GitWriteRule = "git-write-asks"
+
+func (g *Gate) guards(_ context.Context, c *call) (*tool.Error, string) {
+	t := c.entry.tool
+	for _, name := range t.PathArgs {
+		p, ok := c.args[name].(string)
+		if !ok {
+			continue // optional and absent: the schema decided it may be
+		}
+		if g.opts.Workspace == nil {
+			return &tool.Error{Code: tool.CodePathOutside, Message: "no workspace is configured for file tools",
+				Hint: "Start airlock with --workspace DIR"}, "deny"
+		}
+		canon, err := g.opts.Workspace.Resolve(p)
+		if err != nil {
+			var te *tool.Error
+			if errors.As(err, &te) {
+				return te, "deny"
+			}
+			return &tool.Error{Code: tool.CodePathOutside, Message: "the path could not be resolved inside the workspace",
+				Hint: "Use a relative path inside the workspace"}, "deny"
+		}
+		c.paths = append(c.paths, canon)
+		if t.Effect == tool.EffectWrite && workspace.IsGitPath(canon) && c.verdict.Action == policy.Allow {
+			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: GitWriteRule,
+				Reason: fmt.Sprintf("writing %s changes the repository's own files (hooks and config run code)", canon),
+				Hint:   "A person must approve writes into .git/; write elsewhere, or ask for approval"}
+		}
+	}
+	if c.verdict.Action == policy.Ask {
+		return nil, "ask"
+	}
+	return nil, "pass"
+}
+
+func (g *Gate) approval(_ context.Context, c *call) (*tool.Error, string) {
+	if c.verdict.Action != policy.Ask {
+		return nil, "pass"
+	}
+	// Until the approvals queue exists, an ask ends the call here with the
+	// value a door can show a person.
+	e := decisionError(c.verdict)
+	e.Code = tool.CodeApprovalRequired
+	return e, "ask"
+}
+
+func (g *Gate) executeStage(ctx context.Context, c *call) (*tool.Error, string) {
+	res, err := runExecutor(ctx, c.entry.tool, &c.Call)
+	switch {
+	case ctx.Err() != nil:
+		return deadlineError(g.opts.Timeout), "error"
+	case err != nil:
+		c.note = err.Error() // for the audit log only: it may hold internal detail
+		return &tool.Error{Code: tool.CodeToolFailed, Message: fmt.Sprintf("the %s tool failed", c.Tool),
+			Hint: "Try again; if it keeps failing, the operator can find the cause in the audit log"}, "error"
+	}
+	c.result = res
+	if res.Error != nil {
+		return res.Error, "error"
+	}
+	return nil, "pass"
+}
+
+// runExecutor runs the executor under the deadline. An executor that
+// ignores its context is abandoned at the deadline (its goroutine finishes
+// on its own); a panic becomes an error.
+func runExecutor(ctx context.Context, t *tool.Tool, c *tool.Call) (tool.Result, error) {
+	type outcome struct {
+		res tool.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: fmt.Errorf("panic in %s: %v", t.Name, p)}
+			}
+		}()
+		res, err := t.Run(ctx, c)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return tool.Result{}, ctx.Err()
+	}
+}
+
+// MaxResultBytes caps the content a call returns to the model.
+const MaxResultBytes = 1 << 20
+
+func (g *Gate) after(_ context.Context, c *call) (*tool.Error, string) {
+	if len(c.result.Content) > MaxResultBytes {
+		return &tool.Error{Code: tool.CodeFileTooLarge,
+			Message: fmt.Sprintf("the result has %d bytes; the limit is MaxResultBytes = %d", len(c.result.Content), MaxResultBytes),
+			Hint:    "Ask for a smaller part, such as a line range or a narrower pattern"}, "error"
+	}
+	return nil, "pass"
+}
+
+// record appends the call to the audit log: sizes and hashes of arguments
+// and results, never their contents.
+func (g *Gate) record(c *call, res *tool.Result, _ time.Duration) error {
+	if g.opts.Audit == nil {
+		return nil
+	}
+	e := audit.Entry{
+		CallID: c.ID, Session: c.Session, Tool: c.Tool, Role: c.Role, Mode: c.Mode,
+		Decision: res.Decision, Rule: res.Rule, Stages: c.stages,
+		ArgsBytes: len(c.Args), ArgsSHA256: sha(c.Args),
+		ResultBytes: len(res.Content), ResultSHA256: sha([]byte(res.Content)),
+		Note: c.note,
+	}
+	if res.Error != nil {
+		e.Code = string(res.Error.Code)
+	}
+	if !c.execute {
+		e.Note = "check: nothing executed"
+	}
+	_, err := g.opts.Audit.Append(e)
+	return err
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// newID returns a random 128-bit id in hex.
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

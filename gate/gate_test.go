@@ -1,0 +1,326 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"airlock.dev/airlock/audit"
+	"airlock.dev/airlock/gate"
+	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/tool"
+	"airlock.dev/airlock/tools"
+	"airlock.dev/airlock/workspace"
+)
+
+// counted is a tool whose executor counts how often it is reached.
+type counted struct {
+	name   string
+	risk   tool.Risk
+	effect tool.Effect
+	runs   atomic.Int64
+}
+
+func (c *counted) tool() tool.Tool {
+	return tool.Tool{
+		Name: c.name, Description: "counts its runs", Risk: c.risk, Effect: c.effect,
+		PathArgs: []string{"path"},
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,
+			"properties":{"path":{"type":"string","maxLength":256,"format":"relative-path"},
+			"n":{"type":"integer","minimum":0,"maximum":100}}}`),
+		Run: func(ctx context.Context, call *tool.Call) (tool.Result, error) {
+			c.runs.Add(1)
+			return tool.Result{Content: "ran"}, nil
+		},
+	}
+}
+
+type fixture struct {
+	gate    *gate.Gate
+	dir     string
+	log     *audit.Log
+	counted map[string]*counted
+}
+
+func newFixture(t testing.TB, policyFile string) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := workspace.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	pol := policy.Default()
+	if policyFile != "" {
+		path := filepath.Join(t.TempDir(), "policy.yaml")
+		os.WriteFile(path, []byte(policyFile), 0o600)
+		if pol, err = policy.Load(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, err := audit.Open(filepath.Join(dir, workspace.StateDir, "audit.jsonl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	reg := tool.NewRegistry()
+	f := &fixture{dir: dir, log: log, counted: map[string]*counted{}}
+	for _, c := range []*counted{
+		{name: "probe_read_low", risk: tool.RiskLow, effect: tool.EffectRead},
+		{name: "probe_write_medium", risk: tool.RiskMedium, effect: tool.EffectWrite},
+		{name: "probe_external_medium", risk: tool.RiskMedium, effect: tool.EffectExternal},
+		{name: "probe_external_high", risk: tool.RiskHigh, effect: tool.EffectExternal},
+		{name: "probe_read_high", risk: tool.RiskHigh, effect: tool.EffectRead},
+	} {
+		f.counted[c.name] = c
+		if err := reg.Register(c.tool()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tl := range append([]tool.Tool{tools.Calculate()}, tools.FileTools(ws)...) {
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.gate = g
+	return f
+}
+
+func call(tl, args, role, mode string) tool.Call {
+	return tool.Call{Tool: tl, Args: json.RawMessage(args), Role: role, Mode: mode}
+}
+
+// TestDecisionPaths walks every way a call can end, through the real gate
+// with the built-in policy.
+func TestDecisionPaths(t *testing.T) {
+	f := newFixture(t, `rules:
+  - id: no-big-n
+    when: 'has(args.n) && args.n > 50'
+    decision: deny
+    message: n above 50 is refused
+    hint: use n of 50 or less
+  - id: ask-secret
+    when: 'has(args.path) && args.path.startsWith("secret")'
+    decision: ask
+    message: secrets need a person
+    hint: ask for approval
+`)
+	os.MkdirAll(filepath.Join(f.dir, ".git"), 0o755)
+	os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("hello\n"), 0o644)
+	tests := []struct {
+		name       string
+		call       tool.Call
+		decision   string
+		code       tool.Code
+		rule       string
+		wantRunsOf string // a counted tool that must have run once
+	}{
+		{"allow low read", call("probe_read_low", `{}`, "", ""), "allow", "", "", "probe_read_low"},
+		{"calculate", call("calculate", `{"expression":"2*21"}`, "", ""), "allow", "", "", ""},
+		{"calculate refusal is the tool's error", call("calculate", `{"expression":"2 x 3"}`, "", ""), "allow", "invalid_syntax", "", ""},
+		{"unknown tool", call("nope", `{}`, "", ""), "deny", tool.CodeUnknownTool, "", ""},
+		{"malformed json", call("calculate", `{"expression":`, "", ""), "deny", tool.CodeInvalidArguments, "", ""},
+		{"unknown argument", call("calculate", `{"expression":"1","x":1}`, "", ""), "deny", tool.CodeInvalidArguments, "", ""},
+		{"too large", call("calculate", `{"expression":"`+strings.Repeat("1", 5<<20)+`"}`, "", ""), "deny", tool.CodeArgumentsTooLarge, "", ""},
+		{"unknown role", call("probe_read_low", `{}`, "root", ""), "deny", tool.CodeInvalidCall, "", ""},
+		{"unknown mode", call("probe_read_low", `{}`, "", "yolo"), "deny", tool.CodeInvalidCall, "", ""},
+		{"viewer cannot medium", call("probe_write_medium", `{}`, "viewer", "auto"), "deny", tool.CodeRoleNotAllowed, "role-bound", ""},
+		{"operator cannot high", call("probe_read_high", `{}`, "operator", "auto"), "deny", tool.CodeRoleNotAllowed, "role-bound", ""},
+		{"admin high asks in auto", call("probe_external_high", `{}`, "admin", "auto"), "ask", tool.CodeApprovalRequired, "high-risk-asks", ""},
+		{"ask mode write asks", call("probe_write_medium", `{}`, "", "ask"), "ask", tool.CodeApprovalRequired, "mode:ask", ""},
+		{"default mode is ask", call("probe_write_medium", `{}`, "", ""), "ask", tool.CodeApprovalRequired, "mode:ask", ""},
+		{"read-only denies write", call("probe_write_medium", `{}`, "", "read-only"), "deny", tool.CodeDenied, "mode:read-only", ""},
+		{"read-only denies external", call("probe_external_medium", `{}`, "", "read-only"), "deny", tool.CodeDenied, "mode:read-only", ""},
+		{"auto-edit allows write", call("probe_write_medium", `{}`, "", "auto-edit"), "allow", "", "", "probe_write_medium"},
+		{"auto-edit asks external", call("probe_external_medium", `{}`, "", "auto-edit"), "ask", tool.CodeApprovalRequired, "mode:auto-edit", ""},
+		{"auto allows external", call("probe_external_medium", `{}`, "", "auto"), "allow", "", "", "probe_external_medium"},
+		{"rule denies", call("probe_read_low", `{"n":60}`, "", ""), "deny", tool.CodeDenied, "no-big-n", ""},
+		{"rule asks", call("probe_read_low", `{"path":"secret.txt"}`, "", ""), "ask", tool.CodeApprovalRequired, "ask-secret", ""},
+		{"path outside", call("probe_read_low", `{"path":"../x"}`, "", ""), "deny", tool.CodeInvalidArguments, "", ""},
+		{"symlink outside", call("probe_read_low", `{"path":"out/x"}`, "", ""), "deny", tool.CodePathOutside, "", ""},
+		{"state dir", call("probe_read_low", `{"path":".airlock/audit.jsonl"}`, "", ""), "deny", tool.CodePathOutside, "", ""},
+		{"git write asks in auto-edit", call("probe_write_medium", `{"path":".git/config"}`, "", "auto-edit"), "ask", tool.CodeApprovalRequired, gate.GitWriteRule, ""},
+		{"git write asks in auto", call("probe_write_medium", `{"path":"x/../.git/hooks/pre-commit"}`, "", "auto"), "ask", tool.CodeApprovalRequired, gate.GitWriteRule, ""},
+		{"git read is fine", call("probe_read_low", `{"path":".git/config"}`, "", ""), "allow", "", "", ""},
+		{"read_file", call("read_file", `{"path":"a.txt"}`, "", ""), "allow", "", "", ""},
+		{"read_file missing", call("read_file", `{"path":"none.txt"}`, "", ""), "allow", tool.CodeNotFound, "", ""},
+	}
+	os.Symlink(filepath.Dir(f.dir), filepath.Join(f.dir, "out"))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before int64
+			if c := f.counted[tt.wantRunsOf]; c != nil {
+				before = c.runs.Load()
+			}
+			res := f.gate.Call(context.Background(), tt.call)
+			var code tool.Code
+			if res.Error != nil {
+				code = res.Error.Code
+				if res.Error.Message == "" || res.Error.Hint == "" {
+					t.Errorf("error %+v lacks a message or hint", res.Error)
+				}
+			}
+			if res.Decision != tt.decision || code != tt.code {
+				t.Fatalf("got %s/%q (%+v), want %s/%q", res.Decision, code, res.Error, tt.decision, tt.code)
+			}
+			if tt.rule != "" && res.Rule != tt.rule {
+				t.Errorf("rule %q, want %q", res.Rule, tt.rule)
+			}
+			if c := f.counted[tt.wantRunsOf]; c != nil && c.runs.Load() != before+1 {
+				t.Errorf("%s ran %d times, want once", tt.wantRunsOf, c.runs.Load()-before)
+			}
+			if res.CallID == "" || res.Session == "" {
+				t.Errorf("result lacks call id or session: %+v", res)
+			}
+		})
+	}
+}
+
+// TestRefusedCallsNeverExecute is the gate's central property: on random
+// calls, an executor runs exactly when the decision is allow.
+func TestRefusedCallsNeverExecute(t *testing.T) {
+	f := newFixture(t, `rules:
+  - id: deny-odd
+    when: 'has(args.n) && int(args.n) % 2 == 1'
+    decision: deny
+    message: odd n is refused
+    hint: use an even n
+`)
+	rng := rand.New(rand.NewPCG(7, 8))
+	names := []string{"probe_read_low", "probe_write_medium", "probe_external_medium", "probe_external_high", "probe_read_high"}
+	roles := []string{"", "viewer", "operator", "admin", "bogus"}
+	modes := []string{"", "read-only", "ask", "auto-edit", "auto", "bogus"}
+	paths := []string{"", `"a.txt"`, `".git/x"`, `"../x"`, `".airlock/x"`, `"/etc/passwd"`}
+	seen := map[string]int{}
+	for i := 0; i < 3000; i++ {
+		name := names[rng.IntN(len(names))]
+		args := fmt.Sprintf(`{"n":%d`, rng.IntN(120))
+		if p := paths[rng.IntN(len(paths))]; p != "" {
+			args += `,"path":` + p
+		}
+		args += "}"
+		c := f.counted[name]
+		before := c.runs.Load()
+		res := f.gate.Call(context.Background(), call(name, args, roles[rng.IntN(len(roles))], modes[rng.IntN(len(modes))]))
+		ran := c.runs.Load() - before
+		seen[res.Decision]++
+		if (res.Decision == "allow") != (ran == 1) || ran > 1 {
+			t.Fatalf("%s %s: decision %s (%+v) but the executor ran %d times", name, args, res.Decision, res.Error, ran)
+		}
+	}
+	if seen["allow"] == 0 || seen["deny"] == 0 || seen["ask"] == 0 {
+		t.Fatalf("the random calls did not reach every decision: %v", seen)
+	}
+}
+
+// TestCheckExecutesNothing: Check decides exactly as Call would, and runs
+// nothing.
+func TestCheckExecutesNothing(t *testing.T) {
+	f := newFixture(t, "")
+	c := f.counted["probe_write_medium"]
+	res := f.gate.Check(context.Background(), call("probe_write_medium", `{}`, "", "auto-edit"))
+	if res.Decision != "allow" || res.Error != nil || c.runs.Load() != 0 {
+		t.Fatalf("check: %+v, runs %d", res, c.runs.Load())
+	}
+	res = f.gate.Check(context.Background(), call("write_file", `{"path":"new.txt","content":"x"}`, "", "auto-edit"))
+	if res.Decision != "allow" {
+		t.Fatalf("check write_file: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "new.txt")); !os.IsNotExist(err) {
+		t.Fatalf("check wrote the file: %v", err)
+	}
+}
+
+// TestEveryCallIsAudited: one record per call, with stages, and the chain
+// verifies.
+func TestEveryCallIsAudited(t *testing.T) {
+	f := newFixture(t, "")
+	for _, c := range []tool.Call{
+		call("calculate", `{"expression":"1+1"}`, "", ""),
+		call("nope", `{}`, "", ""),
+		call("probe_write_medium", `{}`, "", ""),
+	} {
+		f.gate.Call(context.Background(), c)
+	}
+	if err := f.log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(f.dir, workspace.StateDir, "audit.jsonl")
+	rep, err := audit.Verify(path)
+	if err != nil || !rep.OK || rep.Records != 3 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), "1+1") {
+		t.Fatal("the audit log holds call arguments; it must hold only sizes and hashes")
+	}
+}
+
+// TestDeadline: an executor that overruns the deadline ends the call with
+// deadline_exceeded.
+func TestDeadline(t *testing.T) {
+	reg := tool.NewRegistry()
+	reg.Register(tool.Tool{Name: "sleepy", Description: "sleeps", Risk: tool.RiskLow, Effect: tool.EffectRead,
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		Run: func(ctx context.Context, _ *tool.Call) (tool.Result, error) {
+			<-ctx.Done()
+			return tool.Result{}, ctx.Err()
+		}})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := g.Call(context.Background(), call("sleepy", `{}`, "", ""))
+	if res.Error == nil || res.Error.Code != tool.CodeDeadlineExceeded {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+// TestNilPolicyDenies: a gate without a policy fails closed.
+func TestNilPolicyDenies(t *testing.T) {
+	reg := tool.NewRegistry()
+	reg.Register(tools.Calculate())
+	g, err := gate.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := g.Call(context.Background(), call("calculate", `{"expression":"1"}`, "", "")); res.Decision != "deny" {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+// BenchmarkCallCalculate measures the gate's overhead per allowed calculate
+// call with the audit log on (group commit).
+func BenchmarkCallCalculate(b *testing.B) {
+	f := newFixture(b, "")
+	c := call("calculate", `{"expression":"($100 + $250.75) * 20%"}`, "", "")
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if res := f.gate.Call(context.Background(), c); res.Error != nil {
+				b.Fatal(res.Error)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if res := f.gate.Call(context.Background(), c); res.Error != nil {
+					b.Fatal(res.Error)
+				}
+			}
+		})
+	})
+}
