@@ -21,15 +21,19 @@
 // hook before it is hashed and written.
 //
 // Durability is chosen by Options.Sync. In GroupCommit mode (the default)
-// Append writes the record to the file in one write call and returns; a
-// background syncer fsyncs the file and replaces the head file within
-// Options.GroupWindow, for every record appended in that window at once.
-// A process crash loses nothing: written records are in the kernel's page
-// cache. A power loss or kernel crash loses the records appended since the
-// last sync finished: those of about the last GroupWindow (plus the time
-// of two fsyncs), and never more than Options.MaxBatch records. Close and
-// Sync sync at once. In EveryRecord mode Append returns only after its
-// record is fsynced and the head file names it; concurrent Appends share
+// Append chains the record and returns; a background syncer writes every
+// record appended within Options.GroupWindow in one write call, fsyncs the
+// file and replaces the head file, for the whole group at once. Flush
+// writes the waiting records at once, without an fsync: the gate calls it
+// after every call with side effects, so that such a call's record is in
+// the kernel's page cache, safe from a crash of the process, before its
+// result returns. So a crash of the process loses at most the records of
+// calls without side effects appended in the last GroupWindow; a power
+// loss or kernel crash loses the records appended since the last sync
+// finished: about the last GroupWindow (plus the time of two fsyncs), and
+// never more than Options.MaxBatch records. Close and Sync write and sync
+// at once. In EveryRecord mode Append returns only after its record is
+// written, fsynced and named by the head file; concurrent Appends share
 // fsyncs. A failed write or sync is reported by the next Append, by Sync
 // and by Close, and the Log refuses further records: Close it and Open the
 // file again, which checks its tail first.
@@ -51,7 +55,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -223,7 +226,14 @@ type Log struct {
 	err    error      // first write or sync failure; sticky
 	closed bool
 	buf    []byte // line being built; reused
+
+	// pending holds records chained but not yet written, oldest first.
+	pending []byte
 }
+
+// MaxPendingBytes is how many bytes of records GroupCommit gathers in
+// memory before it writes them without waiting for the syncer.
+const MaxPendingBytes = 64 << 10
 
 // HeadPath is the head file of the log at path.
 func HeadPath(path string) string { return path + ".head" }
@@ -372,10 +382,7 @@ func (l *Log) Append(e Entry) (Record, error) {
 	if err := checkEntry(&e); err != nil {
 		return Record{}, err
 	}
-	entry, err := json.Marshal(&e)
-	if err != nil {
-		return Record{}, fmt.Errorf("audit: encoding the entry: %w", err)
-	}
+	entry := appendEntry(make([]byte, 0, 512), &e)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -401,11 +408,11 @@ func (l *Log) Append(e Entry) (Record, error) {
 	if len(line) > MaxRecordBytes {
 		return Record{}, fmt.Errorf("audit: record of %d bytes, over %d: %w", len(line), MaxRecordBytes, ErrRecordTooLarge)
 	}
-	if _, err := l.f.Write(line); err != nil {
-		// The file may now end in part of a line: nothing more may follow.
-		l.err = fmt.Errorf("audit: writing %s: %w", l.path, err)
-		l.cond.Broadcast()
-		return Record{}, l.err
+	l.pending = append(l.pending, line...)
+	if l.mode == EveryRecord || len(l.pending) >= MaxPendingBytes {
+		if err := l.writePending(); err != nil {
+			return Record{}, err
+		}
 	}
 	rec.Hash = hash
 	l.seq, l.hash = rec.Seq, hash
@@ -421,6 +428,33 @@ func (l *Log) Append(e Entry) (Record, error) {
 		return Record{}, l.err
 	}
 	return rec, nil
+}
+
+// writePending writes the records waiting in memory, in one write call.
+// l.mu must be held.
+func (l *Log) writePending() error {
+	if l.err != nil || len(l.pending) == 0 {
+		return l.err
+	}
+	if _, err := l.f.Write(l.pending); err != nil {
+		// The file may now end in part of a line: nothing more may follow.
+		l.err = fmt.Errorf("audit: writing %s: %w", l.path, err)
+		l.cond.Broadcast()
+		return l.err
+	}
+	l.pending = l.pending[:0]
+	return nil
+}
+
+// Flush writes the records appended so far to the file, without waiting
+// for an fsync, so that a crash of the process can no longer lose them.
+func (l *Log) Flush() error {
+	if l == nil || l.cond == nil {
+		return ErrClosed
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writePending()
 }
 
 // Sync makes every record appended so far durable and names the last one
@@ -521,6 +555,7 @@ func (l *Log) syncNow() {
 	drain(l.kick)
 	drain(l.urgent)
 	l.mu.Lock()
+	l.writePending()
 	if l.err != nil || l.seq == l.synced {
 		l.mu.Unlock()
 		return

@@ -397,7 +397,10 @@ func TestRedactHook(t *testing.T) {
 
 // TestGroupCommitWritesAtOnce: the record is in the file when Append
 // returns, long before the syncer's window ends.
-func TestGroupCommitWritesAtOnce(t *testing.T) {
+// TestGroupCommitFlush: GroupCommit keeps records in memory until the
+// syncer or Flush writes them; after Flush each is in the file, identical
+// to json.Marshal of the record, before any fsync.
+func TestGroupCommitFlush(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l, err := Open(path, &Options{GroupWindow: MaxGroupWindow})
 	if err != nil {
@@ -409,10 +412,16 @@ func TestGroupCommitWritesAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if lines := readLines(t, path); len(lines) != i-1 {
+			t.Fatalf("after Append %d and before Flush: file has %d lines, want %d", i, len(lines), i-1)
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		lines := readLines(t, path)
 		want, _ := json.Marshal(r)
 		if got := lines[len(lines)-1]; len(lines) != i || got != string(want)+"\n" {
-			t.Fatalf("after Append %d: file has %d lines, last %q; want %d, last %s", i, len(lines), got, i, want)
+			t.Fatalf("after Flush %d: file has %d lines, last %q; want %d, last %s", i, len(lines), got, i, want)
 		}
 	}
 	if err := l.Sync(); err != nil {
@@ -421,6 +430,27 @@ func TestGroupCommitWritesAtOnce(t *testing.T) {
 	seq, hash := l.Head()
 	if h, _, _ := readHead(HeadPath(path)); h.Seq != seq || h.Hash != hash {
 		t.Errorf("head file after Sync: %+v, want seq %d hash %s", h, seq, hash)
+	}
+}
+
+// TestGroupCommitWritesWithinWindow: without Flush, the syncer writes and
+// syncs the records by itself.
+func TestGroupCommitWritesWithinWindow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path, &Options{GroupWindow: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(entry(1)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // generous: a loaded machine
+	for len(readLines(t, path)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the syncer did not write the record")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -116,6 +116,7 @@ type call struct {
 	result  tool.Result
 	stages  []audit.Stage
 	note    string // internal detail for the audit log only
+	ran     bool   // the executor was reached
 }
 
 // stage is one step of the pipeline. It returns nil to pass the call on,
@@ -147,7 +148,7 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
 	defer cancel()
-	c := &call{Call: tc, execute: execute}
+	c := &call{Call: tc, execute: execute, stages: make([]audit.Stage, 0, len(stages))}
 	if c.ID == "" {
 		c.ID = newID()
 	}
@@ -161,13 +162,15 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 		c.Mode = policy.DefaultMode
 	}
 	c.verdict = policy.Decision{Action: policy.Allow}
+	t0 := start
 	for _, s := range stages {
-		t0 := time.Now()
 		end, action := s.run(g, ctx, c)
 		if end == nil && ctx.Err() != nil {
 			end, action = deadlineError(g.opts.Timeout), "deny"
 		}
-		rec := audit.Stage{Name: s.name, Decision: action, Micros: time.Since(t0).Microseconds()}
+		t1 := time.Now()
+		rec := audit.Stage{Name: s.name, Decision: action, Micros: t1.Sub(t0).Microseconds()}
+		t0 = t1
 		if end != nil {
 			rec.Code = string(end.Code)
 			c.stages = append(c.stages, rec)
@@ -322,6 +325,7 @@ func (g *Gate) approval(_ context.Context, c *call) (*tool.Error, string) {
 }
 
 func (g *Gate) executeStage(ctx context.Context, c *call) (*tool.Error, string) {
+	c.ran = true
 	res, err := runExecutor(ctx, c.entry.tool, &c.Call)
 	switch {
 	case ctx.Err() != nil:
@@ -338,30 +342,17 @@ func (g *Gate) executeStage(ctx context.Context, c *call) (*tool.Error, string) 
 	return nil, "pass"
 }
 
-// runExecutor runs the executor under the deadline. An executor that
-// ignores its context is abandoned at the deadline (its goroutine finishes
-// on its own); a panic becomes an error.
-func runExecutor(ctx context.Context, t *tool.Tool, c *tool.Call) (tool.Result, error) {
-	type outcome struct {
-		res tool.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{err: fmt.Errorf("panic in %s: %v", t.Name, p)}
-			}
-		}()
-		res, err := t.Run(ctx, c)
-		done <- outcome{res, err}
+// runExecutor runs the executor in the caller's goroutine, under the
+// call's context: an executor must return promptly once its context is
+// done (the gate checks the deadline when it returns, and the sandbox kills
+// what runs outside the process). A panic becomes an error.
+func runExecutor(ctx context.Context, t *tool.Tool, c *tool.Call) (res tool.Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = tool.Result{}, fmt.Errorf("panic in %s: %v", t.Name, p)
+		}
 	}()
-	select {
-	case o := <-done:
-		return o.res, o.err
-	case <-ctx.Done():
-		return tool.Result{}, ctx.Err()
-	}
+	return t.Run(ctx, c)
 }
 
 // MaxResultBytes caps the content a call returns to the model.
@@ -395,8 +386,15 @@ func (g *Gate) record(c *call, res *tool.Result, _ time.Duration) error {
 	if !c.execute {
 		e.Note = "check: nothing executed"
 	}
-	_, err := g.opts.Audit.Append(e)
-	return err
+	if _, err := g.opts.Audit.Append(e); err != nil {
+		return err
+	}
+	if c.ran && c.entry.tool.Effect != tool.EffectRead {
+		// A side effect happened: its record goes to the kernel before the
+		// result returns, so a crash of this process cannot lose it.
+		return g.opts.Audit.Flush()
+	}
+	return nil
 }
 
 func sha(b []byte) string {

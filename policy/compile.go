@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -81,6 +83,25 @@ type rule struct {
 	decision         Decision // when the condition holds
 	failed           Decision // when it fails to evaluate
 	overCost         Decision // when it goes over MaxRuleCost
+
+	// shapeOnly says the condition reads neither args nor session: its
+	// outcome depends only on the call's shape (tool, risk, effect, role,
+	// mode), so it is evaluated once per shape and remembered in memo.
+	shapeOnly bool
+	memo      sync.Map // shape -> bool
+	memoLen   atomic.Int32
+}
+
+// MaxMemo bounds the shapes a rule remembers; past it, the rule is
+// evaluated on every call.
+const MaxMemo = 4096
+
+// shape is what a shape-only rule's outcome depends on.
+type shape struct {
+	tool       string
+	risk       tool.Risk
+	effect     tool.Effect
+	role, mode string
 }
 
 // The YAML form of a policy file. Decoding is strict, and the keys are
@@ -465,7 +486,12 @@ func compileRules(env *cel.Env, d *doc, file, source string, before []*rule) ([]
 
 		r := &rule{
 			id: ry.ID, when: ry.When, source: source, action: action,
-			message: ry.Message, hint: ry.Hint, prg: prg,
+			message: ry.Message, hint: ry.Hint, prg: prg, shapeOnly: true,
+		}
+		for _, ref := range ast.NativeRep().ReferenceMap() {
+			if ref.Name == "args" || ref.Name == "session" {
+				r.shapeOnly = false
+			}
 		}
 		r.decision = Decision{Action: action, Reason: r.message, Hint: r.hint, Rule: r.id}
 		switch action {

@@ -61,7 +61,7 @@ func (c *compiled) decide(ctx context.Context, in *Input) Decision {
 	// outcome, and the first one in order names it.
 	var best *Decision
 	for _, rl := range c.rules {
-		hit, err := rl.eval(ctx, vars)
+		hit, err := rl.evalShape(ctx, vars, roleName, modeName)
 		if err != nil {
 			return rl.fail(err)
 		}
@@ -100,6 +100,25 @@ func echo(s string) string {
 		return strconv.Quote(s[:maxEcho]) + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// evalShape is eval, remembered per call shape for a shape-only rule.
+// Errors are never remembered: a failing rule fails every call.
+func (r *rule) evalShape(ctx context.Context, vars *activation, role, mode string) (bool, error) {
+	if !r.shapeOnly {
+		return r.eval(ctx, vars)
+	}
+	k := shape{tool: vars.in.Tool, risk: vars.in.Risk, effect: vars.in.Effect, role: role, mode: mode}
+	if hit, ok := r.memo.Load(k); ok {
+		return hit.(bool), nil
+	}
+	hit, err := r.eval(ctx, vars)
+	if err == nil && r.memoLen.Load() < MaxMemo {
+		if _, loaded := r.memo.LoadOrStore(k, hit); !loaded {
+			r.memoLen.Add(1)
+		}
+	}
+	return hit, err
 }
 
 // eval reports whether the rule's condition holds. A panic below it is

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func FuzzWithinLimits(f *testing.F) {
 	for _, s := range []string{
 		`{"a":1,"b":[1,2,{"c":"d"}]}`, `{"a":1,"a":2}`, `{"a":{"b":{"c":{"d":{"e":{}}}}}}`,
 		`[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21]`, `{"\u0061":1,"a":2}`,
-		`{"k":1e401}`, `{"k":12345678901234567890123456789012345678901234567890}`, `"x"`, `{"a":"\"","a":1}`,
+		`{"k":1e401}`, `{"n":-123456789012345,"m":[0,-0,7]}`, `{"n":1234567890123456}`, `{"f":1.5}`, `{"k":12345678901234567890123456789012345678901234567890}`, `"x"`, `{"a":"\"","a":1}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -117,9 +118,15 @@ func FuzzWithinLimits(f *testing.F) {
 		if !json.Valid(data) || !utf8.Valid(data) {
 			return
 		}
-		if withinLimits(data, lim) {
-			if _, err := decodeTokens(data, lim); err != nil {
+		if ok, _ := withinLimits(data, lim); ok {
+			want, err := decodeTokens(data, lim)
+			if err != nil {
 				t.Fatalf("fast path accepted %q, token decoder says %v", data, err)
+			}
+			// And the fast decoding gives the very same value, numbers
+			// included.
+			if got, err := decodeJSON(data, lim); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("decodeJSON(%q) = %#v, %v; the token decoder gives %#v", data, got, err, want)
 			}
 		}
 	})

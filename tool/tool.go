@@ -83,7 +83,8 @@ func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 // Executor runs a call whose arguments the gate has already validated
 // against the tool's schema and whose guards have passed. It returns a
 // Result, with Error set for a failure the model may repair, or a Go error
-// for a runtime fault.
+// for a runtime fault. It runs in the gate's goroutine and must return
+// promptly once ctx is done: the call's deadline is carried by ctx.
 type Executor func(ctx context.Context, call *Call) (Result, error)
 
 // Tool is one capability offered to a model.
