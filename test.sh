@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-FUZZTIME=${FUZZTIME:-20s}
+FUZZTIME=${FUZZTIME:-15s}
 
 command -v go >/dev/null || { echo "test.sh: Go is required (go.dev/dl)" >&2; exit 1; }
 [ -f ../shared/bench/calc-expressions.tsv ] || {
@@ -26,7 +26,21 @@ echo "== go test"
 go test -count=1 ./...
 
 echo "== fuzz ($FUZZTIME each)"
-go test -run '^$' -fuzz '^FuzzEval$' -fuzztime "$FUZZTIME" ./calc
+# Every fuzz target, each for a bounded time. Their corpora live in
+# testdata/fuzz and also run, as seeds, in the go test above.
+targets=(calc:FuzzEval schema:FuzzValidate schema:FuzzWithinLimits policy:FuzzParse
+	audit:FuzzVerify audit:FuzzTamper audit:FuzzEntryJSON)
+for target in "${targets[@]}"; do
+	pkg=${target%%:*} name=${target#*:}
+	out=$(go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "./$pkg" 2>&1) || { echo "$out"; exit 1; }
+	echo "$name: $(tail -n 1 <<<"$out")"
+done
+# A new fuzz target must join the list, or this fails.
+found=$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' --exclude-dir=bench . | wc -l)
+[ "$found" -eq "${#targets[@]}" ] || {
+	echo "test.sh: $found fuzz targets in the tree but ${#targets[@]} listed: add the new one to targets"
+	exit 1
+}
 
 echo "== benchmarks, one pass"
 go test -run '^$' -bench . -benchtime 1x ./... >/dev/null
