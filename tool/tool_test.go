@@ -22,7 +22,7 @@ func TestRegister(t *testing.T) {
 		"upper case":     func(t *Tool) { t.Name = "Calc" },
 		"empty name":     func(t *Tool) { t.Name = "" },
 		"no risk":        func(t *Tool) { t.Name, t.Risk = "a", 0 },
-		"risk too high":  func(t *Tool) { t.Name, t.Risk = "b", RiskHigh + 1 },
+		"risk too high":  func(t *Tool) { t.Name, t.Risk = "b", RiskHigh+1 },
 		"no effect":      func(t *Tool) { t.Name, t.Effect = "c", 0 },
 		"no schema":      func(t *Tool) { t.Name, t.Schema = "d", nil },
 		"no executor":    func(t *Tool) { t.Name, t.Run = "e", nil },
