@@ -1,0 +1,72 @@
+// Package store defines airlock's durable state behind one set of
+// interfaces, so that the embedded SQLite file, Postgres and Redis can each
+// hold it. Drivers live in leaf packages (store/sqlite, ...) that the core
+// never imports. For now it holds pending approvals: calls the policy asked
+// a person about, each bound to the exact call and expiring by itself.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// DefaultApprovalTTL is how long a pending or approved approval lives.
+const DefaultApprovalTTL = 15 * time.Minute
+
+// Status is where an approval stands.
+type Status string
+
+const (
+	StatusPending  Status = "pending"  // waiting for a person
+	StatusApproved Status = "approved" // approved; the next identical call may run, once
+	StatusDenied   Status = "denied"   // denied by a person
+	StatusUsed     Status = "used"     // approved and consumed by the call it was for
+	StatusExpired  Status = "expired"  // not decided, or not used, in time
+)
+
+// Approval is one asked call: the exact tool and canonical arguments a
+// person approves or denies.
+type Approval struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`      // canonical JSON (see package canon)
+	ArgsHash  string          `json:"args_hash"` // hex SHA-256 of Tool and Args, what a call is matched by
+	Session   string          `json:"session,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Mode      string          `json:"mode,omitempty"`
+	Rule      string          `json:"rule,omitempty"`   // the rule that asked
+	Reason    string          `json:"reason,omitempty"` // why it asked
+	Status    Status          `json:"status"`
+	Created   time.Time       `json:"created"`
+	Expires   time.Time       `json:"expires"`
+	Decided   time.Time       `json:"decided,omitzero"`
+	DecidedBy string          `json:"decided_by,omitempty"`
+}
+
+// Errors callers branch on.
+var (
+	ErrNotFound   = errors.New("store: no such approval")
+	ErrNotPending = errors.New("store: the approval is not pending (decided or expired)")
+)
+
+// Approvals holds approvals. Every method is safe for concurrent use, also
+// across processes sharing the same backing store.
+type Approvals interface {
+	// CreateApproval stores a new pending approval; a.ID must be unique.
+	CreateApproval(ctx context.Context, a Approval) error
+	// Approval returns one approval, its status as of now (an expired one
+	// reads as StatusExpired). ErrNotFound when there is none.
+	Approval(ctx context.Context, id string, now time.Time) (Approval, error)
+	// PendingApprovals lists the approvals pending at now, oldest first.
+	PendingApprovals(ctx context.Context, now time.Time) ([]Approval, error)
+	// DecideApproval approves or denies a pending, unexpired approval.
+	// ErrNotFound or ErrNotPending otherwise.
+	DecideApproval(ctx context.Context, id string, approve bool, by string, now time.Time) (Approval, error)
+	// ConsumeApproval finds an approved, unexpired approval for exactly
+	// this tool and argument hash, marks it used and returns it; ok is
+	// false when there is none. Two concurrent calls never consume the same
+	// approval.
+	ConsumeApproval(ctx context.Context, tool, argsHash string, now time.Time) (a Approval, ok bool, err error)
+}
