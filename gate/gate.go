@@ -25,8 +25,10 @@ import (
 	"time"
 
 	"airlock.dev/airlock/audit"
+	"airlock.dev/airlock/canon"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/schema"
+	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/workspace"
 )
@@ -49,6 +51,12 @@ type Options struct {
 	Timeout time.Duration
 	// MaxArgBytes caps the raw arguments; zero means schema.DefaultMaxArgBytes.
 	MaxArgBytes int
+	// Approvals is where asked calls wait for a person. Nil ends every
+	// ask with approval_required and nothing to approve.
+	Approvals store.Approvals
+	// ApprovalTTL is how long an approval waits and, once approved, how
+	// long it stays usable; zero means store.DefaultApprovalTTL.
+	ApprovalTTL time.Duration
 }
 
 // Gate runs calls through the pipeline. It is safe for concurrent use.
@@ -108,15 +116,16 @@ func (g *Gate) Check(ctx context.Context, c tool.Call) tool.Result {
 // call is one call's state as it moves through the stages.
 type call struct {
 	tool.Call
-	execute bool
-	entry   *entry
-	args    map[string]any // the decoded arguments, for policy and guards
-	paths   []string       // canonical workspace paths of the path arguments
-	verdict policy.Decision
-	result  tool.Result
-	stages  []audit.Stage
-	note    string // internal detail for the audit log only
-	ran     bool   // the executor was reached
+	execute  bool
+	entry    *entry
+	args     map[string]any // the decoded arguments, for policy and guards
+	paths    []string       // canonical workspace paths of the path arguments
+	verdict  policy.Decision
+	result   tool.Result
+	stages   []audit.Stage
+	note     string                // internal detail for the audit log only
+	ran      bool                  // the executor was reached
+	approval *tool.ApprovalRequest // the approval an ask parked, if any
 }
 
 // stage is one step of the pipeline. It returns nil to pass the call on,
@@ -191,6 +200,7 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 	res.Decision = c.verdict.Action.String()
 	res.Rule = c.verdict.Rule
 	res.CallID, res.Session = c.ID, c.Session
+	res.Approval = c.approval
 	if res.Provenance.Tool == "" {
 		res.Provenance.Tool = c.Tool
 	}
@@ -313,15 +323,56 @@ func (g *Gate) guards(_ context.Context, c *call) (*tool.Error, string) {
 	return nil, "pass"
 }
 
-func (g *Gate) approval(_ context.Context, c *call) (*tool.Error, string) {
+// approval lets an asked call run only when a person approved exactly this
+// call (tool and canonical arguments) and the approval has not been used or
+// expired; otherwise it parks the call as a pending approval and ends it
+// with approval_required, naming the approval. A check parks nothing.
+func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 	if c.verdict.Action != policy.Ask {
 		return nil, "pass"
 	}
-	// Until the approvals queue exists, an ask ends the call here with the
-	// value a door can show a person.
 	e := decisionError(c.verdict)
 	e.Code = tool.CodeApprovalRequired
+	if g.opts.Approvals == nil || !c.execute {
+		return e, "ask"
+	}
+	args, err := canon.JSON(c.Args)
+	if err != nil { // validated JSON always has a canonical form
+		return internalError("the arguments could not be put in canonical form"), "error"
+	}
+	hash := canon.CallHash(c.Tool, args)
+	now := time.Now()
+	a, ok, err := g.opts.Approvals.ConsumeApproval(ctx, c.Tool, hash, now)
+	if err != nil {
+		c.note = err.Error()
+		return internalError("the approvals store failed"), "error"
+	}
+	if ok {
+		c.note = "approved by " + a.DecidedBy + " as approval " + a.ID
+		c.verdict.Action = policy.Allow
+		return nil, "allow"
+	}
+	ttl := g.opts.ApprovalTTL
+	if ttl <= 0 {
+		ttl = store.DefaultApprovalTTL
+	}
+	req := store.Approval{
+		ID: newID(), Tool: c.Tool, Args: args, ArgsHash: hash,
+		Session: c.Session, Role: c.Role, Mode: c.Mode, Rule: c.verdict.Rule, Reason: c.verdict.Reason,
+		Status: store.StatusPending, Created: now, Expires: now.Add(ttl),
+	}
+	if err := g.opts.Approvals.CreateApproval(ctx, req); err != nil {
+		c.note = err.Error()
+		return internalError("the approvals store failed"), "error"
+	}
+	c.approval = &tool.ApprovalRequest{ID: req.ID, Tool: req.Tool, Args: req.Args, Expires: req.Expires}
+	e.Message += " (approval " + req.ID + " is pending)"
+	e.Hint = "A person approves it with `airlock approve " + req.ID + "`; then make the same call again"
 	return e, "ask"
+}
+
+func internalError(msg string) *tool.Error {
+	return &tool.Error{Code: tool.CodeInternal, Message: msg, Hint: "Try again; if it keeps failing, tell the operator"}
 }
 
 func (g *Gate) executeStage(ctx context.Context, c *call) (*tool.Error, string) {

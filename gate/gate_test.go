@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
@@ -323,4 +325,111 @@ func BenchmarkCallCalculate(b *testing.B) {
 			}
 		})
 	})
+}
+
+// memApprovals is an in-memory store.Approvals for the gate's tests; the
+// real backends pass storetest's conformance suite.
+type memApprovals struct {
+	mu sync.Mutex
+	m  map[string]store.Approval
+}
+
+func (s *memApprovals) CreateApproval(_ context.Context, a store.Approval) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[a.ID] = a
+	return nil
+}
+
+func (s *memApprovals) Approval(_ context.Context, id string, _ time.Time) (store.Approval, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.m[id]
+	if !ok {
+		return a, store.ErrNotFound
+	}
+	return a, nil
+}
+
+func (s *memApprovals) PendingApprovals(context.Context, time.Time) ([]store.Approval, error) {
+	return nil, nil
+}
+
+func (s *memApprovals) DecideApproval(_ context.Context, id string, approve bool, by string, now time.Time) (store.Approval, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.m[id]
+	if a.Status != store.StatusPending {
+		return a, store.ErrNotPending
+	}
+	a.Status, a.DecidedBy, a.Decided = store.StatusDenied, by, now
+	if approve {
+		a.Status = store.StatusApproved
+	}
+	s.m[id] = a
+	return a, nil
+}
+
+func (s *memApprovals) ConsumeApproval(_ context.Context, tool, hash string, now time.Time) (store.Approval, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, a := range s.m {
+		if a.Tool == tool && a.ArgsHash == hash && a.Status == store.StatusApproved && now.Before(a.Expires) {
+			a.Status = store.StatusUsed
+			s.m[id] = a
+			return a, true, nil
+		}
+	}
+	return store.Approval{}, false, nil
+}
+
+// TestApprovalFlow: an ask parks the exact call; once approved, that call
+// runs once, and only with the same arguments (in any key order).
+func TestApprovalFlow(t *testing.T) {
+	dir := t.TempDir()
+	ws, err := workspace.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	reg := tool.NewRegistry()
+	for _, tl := range tools.FileTools(ws) {
+		reg.Register(tl)
+	}
+	approvals := &memApprovals{m: map[string]store.Approval{}}
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first := g.Call(ctx, call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask"))
+	if first.Error == nil || first.Error.Code != tool.CodeApprovalRequired || first.Approval == nil {
+		t.Fatalf("first call: %+v", first)
+	}
+	if string(first.Approval.Args) != `{"content":"x","path":"a.txt"}` || first.Approval.Tool != "write_file" {
+		t.Fatalf("the approval is not bound to the exact call: %+v", first.Approval)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the asked call ran")
+	}
+	// A check never parks anything.
+	g.Check(ctx, call("write_file", `{"path":"b.txt","content":"x"}`, "", "ask"))
+	if len(approvals.m) != 1 {
+		t.Fatalf("%d approvals parked, want 1", len(approvals.m))
+	}
+	if _, err := approvals.DecideApproval(ctx, first.Approval.ID, true, "tester", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Other arguments need their own approval.
+	if res := g.Call(ctx, call("write_file", `{"path":"a.txt","content":"y"}`, "", "ask")); res.Error == nil {
+		t.Fatalf("an approval of other arguments let this run: %+v", res)
+	}
+	// The same call, keys in another order, runs once.
+	res := g.Call(ctx, call("write_file", `{"content":"x","path":"a.txt"}`, "", "ask"))
+	if res.Error != nil || res.Decision != "allow" {
+		t.Fatalf("approved call: %+v", res)
+	}
+	if again := g.Call(ctx, call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")); again.Error == nil {
+		t.Fatal("an approval was used twice")
+	}
 }

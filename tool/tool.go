@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Risk is how much harm a tool can do. The zero Risk is invalid, so a tool
@@ -131,6 +132,17 @@ type Result struct {
 	Rule       string     `json:"rule,omitempty"`     // the rule that decided, if any
 	CallID     string     `json:"call_id,omitempty"`
 	Session    string     `json:"session,omitempty"`
+	// Approval is the pending approval an approval_required result waits
+	// on: approving it lets the same call, and only that call, run once.
+	Approval *ApprovalRequest `json:"approval,omitempty"`
+}
+
+// ApprovalRequest names a pending approval and the exact call it is for.
+type ApprovalRequest struct {
+	ID      string          `json:"id"`
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"` // canonical JSON
+	Expires time.Time       `json:"expires"`
 }
 
 // OK reports whether the call succeeded.
