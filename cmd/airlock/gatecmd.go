@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,23 +18,6 @@ import (
 	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
 )
-
-// gateFlags are the flags every command that builds a gate shares.
-type gateFlags struct {
-	workspace string
-	policy    string
-	mode      string
-	role      string
-	faq       string
-}
-
-func (f *gateFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.workspace, "workspace", ".", "the workspace `DIR` the file tools are scoped to")
-	fs.StringVar(&f.policy, "policy", "", "a policy `FILE` whose rules are added on top of the built-in policy")
-	fs.StringVar(&f.mode, "mode", "", "the session's permission `mode`: read-only, ask (default), auto-edit or auto")
-	fs.StringVar(&f.role, "role", policy.DefaultRole, "the caller's `role`: viewer, operator or admin")
-	fs.StringVar(&f.faq, "faq", "", "a FAQ index `FILE` of approved keys for faq_lookup")
-}
 
 // env is a gate with what it was built from, ready for calls.
 type env struct {
@@ -54,23 +38,28 @@ func stateDir(ws string) string { return filepath.Join(ws, workspace.StateDir) }
 func auditPath(ws string) string { return filepath.Join(stateDir(ws), "audit.jsonl") }
 
 // openEnv builds the gate: the workspace, the policy, the audit log and
-// the registry of built-in tools.
-func openEnv(f *gateFlags) (*env, error) {
-	ws, err := workspace.Open(f.workspace, nil)
+// the registry of built-in tools. firstRoot is the MCP client's first
+// root, if any, for an implicit workspace.
+func openEnv(s *settings, firstRoot string) (*env, error) {
+	dir, err := s.workspaceDir(firstRoot)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := workspace.Open(dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	pol := policy.Default()
-	if f.policy != "" {
-		if pol, err = policy.Load(f.policy); err != nil {
+	if s.Policy != "" {
+		if pol, err = policy.Load(s.Policy); err != nil {
 			ws.Close()
 			return nil, err
 		}
 	}
 	reg := tool.NewRegistry()
 	list := append([]tool.Tool{tools.Calculate()}, tools.FileTools(ws)...)
-	if f.faq != "" {
-		faq, err := tools.LoadFAQ(f.faq)
+	if s.FAQ != "" {
+		faq, err := tools.LoadFAQ(s.FAQ)
 		if err != nil {
 			ws.Close()
 			return nil, err
@@ -113,8 +102,7 @@ const MaxProposalLine = 8 << 20
 func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var gf gateFlags
-	gf.register(fs)
+	sf := registerSettings(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: airlock check [flags] < proposals.jsonl\n\nEach input line is {\"tool\":\"...\",\"args\":{...}}; each output line the decision.\nEvery guard runs; nothing executes.\n\nflags:")
 		fs.PrintDefaults()
@@ -126,7 +114,12 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "airlock check: proposals are read from stdin, not from arguments")
 		return exitUsage
 	}
-	e, err := openEnv(&gf)
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock check: %v\n", err)
+		return exitUsage
+	}
+	e, err := openEnv(set, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock check: %v\n", err)
 		return exitRefused
@@ -134,7 +127,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer e.Close()
 
 	err = answerLines(ctx, stdin, stdout, MaxProposalLine, func(line []byte, tooLong bool) any {
-		return checkOne(ctx, e.gate, &gf, line, tooLong)
+		return checkOne(ctx, e.gate, set, line, tooLong)
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock check: %v\n", err)
@@ -143,7 +136,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitOK
 }
 
-func checkOne(ctx context.Context, g *gate.Gate, gf *gateFlags, line []byte, tooLong bool) checkLine {
+func checkOne(ctx context.Context, g *gate.Gate, set *settings, line []byte, tooLong bool) checkLine {
 	deny := func(code tool.Code, msg, hint string) checkLine {
 		return checkLine{Decision: "deny", Code: string(code), Message: msg, Hint: hint}
 	}
@@ -164,7 +157,7 @@ func checkOne(ctx context.Context, g *gate.Gate, gf *gateFlags, line []byte, too
 	if p.Args == nil {
 		p.Args = json.RawMessage(`{}`)
 	}
-	res := g.Check(ctx, tool.Call{Tool: p.Tool, Args: p.Args, Role: gf.role, Mode: gf.mode})
+	res := g.Check(ctx, tool.Call{Tool: p.Tool, Args: p.Args, Role: set.Role, Mode: set.Mode})
 	out := checkLine{Decision: res.Decision, Rule: res.Rule}
 	if res.Error != nil {
 		out.Code, out.Message, out.Hint = string(res.Error.Code), res.Error.Message, res.Error.Hint
@@ -187,8 +180,7 @@ type callOutput struct {
 func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var gf gateFlags
-	gf.register(fs)
+	sf := registerSettings(fs, false)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	session := fs.String("session", "", "the session `ID` (a new one when absent; printed in the result)")
 	fs.Usage = func() {
@@ -207,7 +199,12 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if len(rest) == 2 {
 		argsJSON = rest[1]
 	}
-	e, err := openEnv(&gf)
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock call: %v\n", err)
+		return exitUsage
+	}
+	e, err := openEnv(set, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock call: %v\n", err)
 		return exitRefused
@@ -215,7 +212,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer e.Close()
 
 	res := e.gate.Call(ctx, tool.Call{Tool: rest[0], Args: json.RawMessage(argsJSON),
-		Session: *session, Role: gf.role, Mode: gf.mode})
+		Session: *session, Role: set.Role, Mode: set.Mode})
 	if *asJSON {
 		line, _ := json.Marshal(callOutput{OK: res.Error == nil, Content: res.Content, Error: res.Error,
 			Decision: res.Decision, Rule: res.Rule, Session: res.Session, CallID: res.CallID, Source: res.Provenance.Source})

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"airlock.dev/airlock/policy"
+)
+
+// settings are what a command runs with. Each comes from, in order of
+// precedence: its flag, its environment variable, the config file
+// (airlock.yaml), the default. The table below is the one place that lists
+// them.
+type settings struct {
+	Workspace      string            `yaml:"workspace"`
+	Policy         string            `yaml:"policy"`
+	Mode           string            `yaml:"mode"`
+	Role           string            `yaml:"role"`
+	FAQ            string            `yaml:"faq"`
+	Addr           string            `yaml:"addr"`
+	Tokens         map[string]string `yaml:"tokens"` // bearer token -> role, for airlock serve
+	AllowedHosts   []string          `yaml:"allowed_hosts"`
+	AllowedOrigins []string          `yaml:"allowed_origins"`
+
+	// explicitWorkspace: the workspace was named by a flag, the
+	// environment or the file, and is honoured whatever it is.
+	explicitWorkspace bool
+}
+
+// DefaultAddr is where airlock serve listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8080"
+
+// ConfigFile is the config file read from the current directory when
+// --config and AIRLOCK_CONFIG name none.
+const ConfigFile = "airlock.yaml"
+
+// setting is one row of the table: its flag and variable names and where
+// its value lives.
+type setting struct {
+	flag, env, usage string
+	str              func(*settings) *string
+}
+
+var settingTable = []setting{
+	{"workspace", "AIRLOCK_WORKSPACE", "the workspace `DIR` the file tools are scoped to (default: the client's first root, else the current directory)",
+		func(s *settings) *string { return &s.Workspace }},
+	{"policy", "AIRLOCK_POLICY", "a policy `FILE` whose rules are added on top of the built-in policy",
+		func(s *settings) *string { return &s.Policy }},
+	{"mode", "AIRLOCK_MODE", "the session's permission `mode`: read-only, ask (default), auto-edit or auto",
+		func(s *settings) *string { return &s.Mode }},
+	{"role", "AIRLOCK_ROLE", "the caller's `role`: viewer, operator (default) or admin",
+		func(s *settings) *string { return &s.Role }},
+	{"faq", "AIRLOCK_FAQ", "a FAQ index `FILE` of approved keys for faq_lookup",
+		func(s *settings) *string { return &s.FAQ }},
+}
+
+// settingFlags registers the shared flags on fs; resolve then combines
+// them with the environment and the config file.
+type settingFlags struct {
+	config string
+	vals   map[string]*string
+	addr   *string
+}
+
+func registerSettings(fs *flag.FlagSet, withAddr bool) *settingFlags {
+	sf := &settingFlags{vals: map[string]*string{}}
+	fs.StringVar(&sf.config, "config", "", "the config `FILE` (default: $AIRLOCK_CONFIG, else ./"+ConfigFile+" when present)")
+	for _, s := range settingTable {
+		sf.vals[s.flag] = fs.String(s.flag, "", s.usage)
+	}
+	if withAddr {
+		sf.addr = fs.String("addr", "", "the `HOST:PORT` to listen on (default "+DefaultAddr+"; AIRLOCK_ADDR)")
+	}
+	return sf
+}
+
+// resolve combines flags, environment and the config file.
+func (sf *settingFlags) resolve(fs *flag.FlagSet, getenv func(string) string) (*settings, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	s := &settings{}
+	path := sf.config
+	if path == "" {
+		path = getenv("AIRLOCK_CONFIG")
+	}
+	if err := s.loadFile(path, path != ""); err != nil {
+		return nil, err
+	}
+	s.explicitWorkspace = s.Workspace != ""
+	for _, row := range settingTable {
+		dst := row.str(s)
+		if v := getenv(row.env); v != "" {
+			*dst = v
+		}
+		if set[row.flag] {
+			*dst = *sf.vals[row.flag]
+		}
+		if row.flag == "workspace" && *dst != "" {
+			s.explicitWorkspace = true
+		}
+	}
+	if v := getenv("AIRLOCK_ADDR"); v != "" {
+		s.Addr = v
+	}
+	if sf.addr != nil && set["addr"] {
+		s.Addr = *sf.addr
+	}
+	if v := getenv("AIRLOCK_TOKENS"); v != "" {
+		tokens, err := parseTokens(v)
+		if err != nil {
+			return nil, err
+		}
+		s.Tokens = tokens
+	}
+	if s.Addr == "" {
+		s.Addr = DefaultAddr
+	}
+	if s.Role == "" {
+		s.Role = policy.DefaultRole
+	}
+	return s, nil
+}
+
+// loadFile reads the config file; a missing default file is fine, a
+// missing named one is not.
+func (s *settings) loadFile(path string, named bool) error {
+	if path == "" {
+		path = ConfigFile
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !named {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(s); err != nil && !errors.Is(err, io.EOF) { // an empty file is no settings
+		return fmt.Errorf("config %s: %w (the keys are workspace, policy, mode, role, faq, addr, tokens, allowed_hosts, allowed_origins)", path, err)
+	}
+	// Relative paths in the file are relative to the file.
+	base := filepath.Dir(path)
+	for _, p := range []*string{&s.Workspace, &s.Policy, &s.FAQ} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(base, *p)
+		}
+	}
+	return nil
+}
+
+// parseTokens reads AIRLOCK_TOKENS: "TOKEN=ROLE,TOKEN=ROLE".
+func parseTokens(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, pair := range strings.Split(v, ",") {
+		tok, role, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || tok == "" || role == "" {
+			return nil, fmt.Errorf("AIRLOCK_TOKENS: want TOKEN=ROLE pairs separated by commas")
+		}
+		out[tok] = role
+	}
+	return out, nil
+}
+
+// workspaceDir decides the workspace: an explicit one always; else the
+// client's first root when it offers one; else the current directory. An
+// implicit workspace of / or the home directory itself is refused, since
+// it would put every file of the machine or the user in reach.
+func (s *settings) workspaceDir(firstRoot string) (string, error) {
+	if s.explicitWorkspace {
+		return s.Workspace, nil
+	}
+	dir := firstRoot
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	home, _ := os.UserHomeDir()
+	if abs == string(filepath.Separator) || home != "" && abs == filepath.Clean(home) {
+		return "", fmt.Errorf("refusing the implicit workspace %s: it would expose every file there; "+
+			"run airlock from a project directory or pass --workspace DIR", abs)
+	}
+	return abs, nil
+}
