@@ -14,6 +14,7 @@ import (
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/store/sqlite"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
@@ -24,11 +25,11 @@ type env struct {
 	gate *gate.Gate
 	ws   *workspace.Workspace
 	log  *audit.Log
+	db   *sqlite.DB
 }
 
 func (e *env) Close() error {
-	err := e.log.Close()
-	return errors.Join(err, e.ws.Close())
+	return errors.Join(e.log.Close(), e.db.Close(), e.ws.Close())
 }
 
 // stateDir returns airlock's state directory inside a workspace.
@@ -77,13 +78,19 @@ func openEnv(s *settings, firstRoot string) (*env, error) {
 		ws.Close()
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	g, err := gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log})
+	db, err := sqlite.Open(statePath(ws.Dir()), nil)
 	if err != nil {
 		log.Close()
 		ws.Close()
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	e := &env{ws: ws, log: log, db: db}
+	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log, Approvals: db})
+	if err != nil {
+		e.Close()
 		return nil, err
 	}
-	return &env{gate: g, ws: ws, log: log}, nil
+	return e, nil
 }
 
 // checkLine is one line of airlock check's output.
@@ -175,6 +182,8 @@ type callOutput struct {
 	Session  string      `json:"session"`
 	CallID   string      `json:"call_id"`
 	Source   string      `json:"source,omitempty"`
+	// Approval names the pending approval of an approval_required result.
+	Approval *tool.ApprovalRequest `json:"approval,omitempty"`
 }
 
 func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -215,7 +224,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		Session: *session, Role: set.Role, Mode: set.Mode})
 	if *asJSON {
 		line, _ := json.Marshal(callOutput{OK: res.Error == nil, Content: res.Content, Error: res.Error,
-			Decision: res.Decision, Rule: res.Rule, Session: res.Session, CallID: res.CallID, Source: res.Provenance.Source})
+			Decision: res.Decision, Rule: res.Rule, Session: res.Session, CallID: res.CallID, Source: res.Provenance.Source, Approval: res.Approval})
 		fmt.Fprintf(stdout, "%s\n", line)
 	} else {
 		if res.Error == nil {

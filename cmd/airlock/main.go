@@ -39,6 +39,9 @@ func commands() []command {
 		{"call", "run one tool call through the whole gate: airlock call TOOL 'JSON'", runCall},
 		{"policy", "show the effective policy, or check a policy file", runPolicy},
 		{"audit", "verify an audit log's hash chain: airlock audit verify FILE", runAudit},
+		{"approvals", "list the pending approvals, each with its exact call", runApprovals},
+		{"approve", "approve a pending call: airlock approve ID", runApprove},
+		{"deny", "deny a pending call: airlock deny ID", runDeny},
 		{"rollback", "restore every file a session changed: airlock rollback --session ID", runRollback},
 	}
 }

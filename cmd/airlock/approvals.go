@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	"airlock.dev/airlock/store"
+	"airlock.dev/airlock/store/sqlite"
+)
+
+// statePath is where a workspace's embedded store lives.
+func statePath(ws string) string { return filepath.Join(stateDir(ws), "state.db") }
+
+// openStore opens the embedded store of the workspace the settings name.
+func openStore(s *settings) (*sqlite.DB, error) {
+	dir, err := s.workspaceDir("")
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.Open(statePath(dir), nil)
+}
+
+// decider names who decided, for the approval's record.
+func decider() string {
+	if u, err := user.Current(); err == nil {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}
+
+func runApprovals(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("approvals", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := registerSettings(fs, false)
+	asJSON := fs.Bool("json", false, "print one JSON object per approval")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: airlock approvals [--workspace DIR] [--json]\n\nLists the pending approvals, each with the exact call it would let run once.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock approvals: %v\n", err)
+		return exitUsage
+	}
+	db, err := openStore(set)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock approvals: %v\n", err)
+		return exitRefused
+	}
+	defer db.Close()
+	list, err := db.PendingApprovals(ctx, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock approvals: %v\n", err)
+		return exitRefused
+	}
+	for _, a := range list {
+		if *asJSON {
+			line, _ := json.Marshal(a)
+			fmt.Fprintf(stdout, "%s\n", line)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s  %s %s\n    asked by rule %s: %s\n    session %s, role %s, expires %s\n",
+			a.ID, a.Tool, a.Args, a.Rule, a.Reason, a.Session, a.Role, a.Expires.Local().Format(time.DateTime))
+	}
+	if !*asJSON {
+		fmt.Fprintf(stderr, "%d pending\n", len(list))
+	}
+	return exitOK
+}
+
+func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return decide(ctx, "approve", true, args, stdout, stderr)
+}
+
+func runDeny(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return decide(ctx, "deny", false, args, stdout, stderr)
+}
+
+func decide(ctx context.Context, name string, approve bool, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := registerSettings(fs, false)
+	rest, err := interleaved(fs, args)
+	if err != nil {
+		return usageExit(err)
+	}
+	if len(rest) != 1 {
+		fmt.Fprintf(stderr, "usage: airlock %s ID [--workspace DIR]\n", name)
+		return exitUsage
+	}
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock %s: %v\n", name, err)
+		return exitUsage
+	}
+	db, err := openStore(set)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock %s: %v\n", name, err)
+		return exitRefused
+	}
+	defer db.Close()
+	a, err := db.DecideApproval(ctx, rest[0], approve, decider(), time.Now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		fmt.Fprintf(stderr, "airlock %s: no approval %s; `airlock approvals` lists the pending ones\n", name, rest[0])
+		return exitRefused
+	case errors.Is(err, store.ErrNotPending):
+		fmt.Fprintf(stderr, "airlock %s: approval %s is %s, not pending\n", name, rest[0], a.Status)
+		return exitRefused
+	case err != nil:
+		fmt.Fprintf(stderr, "airlock %s: %v\n", name, err)
+		return exitRefused
+	}
+	fmt.Fprintf(stdout, "%s %s: %s %s\n", a.Status, a.ID, a.Tool, a.Args)
+	return exitOK
+}
