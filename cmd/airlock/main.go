@@ -34,6 +34,8 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"mcp", "serve the guarded tools to an MCP client over stdio", runMCP},
+		{"serve", "serve MCP over Streamable HTTP at /mcp (default 127.0.0.1:8080)", runServe},
 		{"calc", "evaluate exact arithmetic: airlock calc [flags] EXPR, or --batch over JSON lines", runCalc},
 		{"check", "decide proposals read as JSON lines, running every guard and executing nothing", runCheck},
 		{"call", "run one tool call through the whole gate: airlock call TOOL 'JSON'", runCall},

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"airlock.dev/airlock/mcp"
+	"airlock.dev/airlock/store"
+	"airlock.dev/airlock/tool"
+)
+
+// Version is airlock's version, set at link time.
+var Version = "dev"
+
+func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := registerSettings(fs, false)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: airlock mcp [flags]\n\nServes airlock's guarded tools to one MCP client over stdio.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
+		return exitUsage
+	}
+	e, err := openEnv(set, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
+		return exitRefused
+	}
+	defer e.Close()
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db)}
+	if err := mcp.ServeStdio(ctx, e.gate, stdin, stdout, opts); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
+		return exitRefused
+	}
+	return exitOK
+}
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := registerSettings(fs, true)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: airlock serve [--addr HOST:PORT] [flags]\n\nServes MCP over Streamable HTTP at /mcp, and /healthz. Binding anywhere but\nloopback needs bearer tokens (tokens: in airlock.yaml, or AIRLOCK_TOKENS).\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return exitUsage
+	}
+	e, err := openEnv(set, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return exitRefused
+	}
+	defer e.Close()
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db)}
+	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
+	handler, err := mcp.NewHTTPHandler(e.gate, opts, h)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", set.Addr, e.ws.Dir())
+	if err := mcp.ListenAndServe(ctx, handler, h); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
+		return exitRefused
+	}
+	return exitOK
+}
+
+// approver asks the person through MCP elicitation when the client offers
+// it, and records the answer in the store, bound to the exact call, so
+// that the gate's re-run consumes it. Without elicitation the call stays
+// parked: the result names the approval for `airlock approve`.
+func approver(db store.Approvals) func(context.Context, *sdk.ServerSession, tool.Call, tool.Result) (bool, error) {
+	return func(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) (bool, error) {
+		if res.Approval == nil {
+			return false, nil
+		}
+		ok, err := mcp.ElicitApproval(ctx, ss, call, res)
+		if errors.Is(err, mcp.ErrNoElicitation) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if _, err := db.DecideApproval(ctx, res.Approval.ID, ok, "mcp-elicitation:"+call.Session, time.Now()); err != nil {
+			return false, err
+		}
+		return ok, nil
+	}
+}
