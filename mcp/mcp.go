@@ -82,6 +82,11 @@ type Options struct {
 	MaxMessageBytes int
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+	// GateFor, when set, gives the gate a session's calls go through, for
+	// a gate that depends on the session (the client's first root as the
+	// workspace). The gate given to NewServer then only lists the tools.
+	// An error refuses the call with its message.
+	GateFor func(ctx context.Context, ss *sdk.ServerSession) (*gate.Gate, error)
 }
 
 // withDefaults returns a copy of opts with every zero field filled in.
@@ -189,9 +194,17 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		Role:    role,
 		Mode:    s.opts.Mode,
 	}
-	res := s.gate.Call(ctx, call)
+	g := s.gate
+	if s.opts.GateFor != nil {
+		var err error
+		if g, err = s.opts.GateFor(ctx, req.Session); err != nil {
+			return errorResult(tool.Result{Decision: "deny", Error: &tool.Error{Code: tool.CodeInternal,
+				Message: err.Error(), Hint: "Tell the operator: start airlock with --workspace DIR"}}), nil
+		}
+	}
+	res := g.Call(ctx, call)
 	if res.Error != nil && res.Error.Code == tool.CodeApprovalRequired && s.opts.Approve != nil {
-		res = s.approve(ctx, req.Session, call, res)
+		res = s.approve(ctx, g, req.Session, call, res)
 	}
 	if res.Error != nil {
 		s.opts.Logger.Debug("mcp: call refused", "tool", call.Tool, "code", res.Error.Code, "call_id", res.CallID)
@@ -206,7 +219,7 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 // approve asks Options.Approve about a call the gate parked, and runs the
 // same call again, with the gate's call id, once a person approved it.
 // Anything but a clear yes returns the approval_required result.
-func (s *server) approve(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) tool.Result {
+func (s *server) approve(ctx context.Context, g *gate.Gate, ss *sdk.ServerSession, call tool.Call, res tool.Result) tool.Result {
 	if call.ID == "" {
 		call.ID = res.CallID
 	}
@@ -221,7 +234,7 @@ func (s *server) approve(ctx context.Context, ss *sdk.ServerSession, call tool.C
 	if !approved {
 		return res
 	}
-	return s.gate.Call(ctx, call)
+	return g.Call(ctx, call)
 }
 
 // roleExtraKey is where the HTTP door puts the token's role in the SDK's

@@ -32,6 +32,26 @@ func (e *env) Close() error {
 	return errors.Join(e.log.Close(), e.db.Close(), e.ws.Close())
 }
 
+// registry holds the built-in tools: calculate, the file tools on ws, and
+// faq_lookup when an index is configured.
+func registry(s *settings, ws *workspace.Workspace) (*tool.Registry, error) {
+	reg := tool.NewRegistry()
+	list := append([]tool.Tool{tools.Calculate()}, tools.FileTools(ws)...)
+	if s.FAQ != "" {
+		faq, err := tools.LoadFAQ(s.FAQ)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, faq)
+	}
+	for _, t := range list {
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
 // stateDir returns airlock's state directory inside a workspace.
 func stateDir(ws string) string { return filepath.Join(ws, workspace.StateDir) }
 
@@ -57,21 +77,10 @@ func openEnv(s *settings, firstRoot string) (*env, error) {
 			return nil, err
 		}
 	}
-	reg := tool.NewRegistry()
-	list := append([]tool.Tool{tools.Calculate()}, tools.FileTools(ws)...)
-	if s.FAQ != "" {
-		faq, err := tools.LoadFAQ(s.FAQ)
-		if err != nil {
-			ws.Close()
-			return nil, err
-		}
-		list = append(list, faq)
-	}
-	for _, t := range list {
-		if err := reg.Register(t); err != nil {
-			ws.Close()
-			return nil, err
-		}
+	reg, err := registry(s, ws)
+	if err != nil {
+		ws.Close()
+		return nil, err
 	}
 	log, err := audit.Open(auditPath(ws.Dir()), nil)
 	if err != nil {

@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/mcp"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
@@ -35,14 +38,35 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
 		return exitUsage
 	}
-	e, err := openEnv(set, "")
-	if err != nil {
-		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-		return exitRefused
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode}
+	var g *gate.Gate
+	if set.explicitWorkspace {
+		e, err := openEnv(set, "")
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
+			return exitRefused
+		}
+		defer e.Close()
+		g, opts.Approve = e.gate, approver(e.db)
+	} else {
+		// The workspace is the client's first root, known once it has
+		// connected: calls wait for it, and only the listing is ready now.
+		lazy := &rootsEnv{set: set}
+		defer lazy.Close()
+		if g, err = listingGate(set); err != nil {
+			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
+			return exitRefused
+		}
+		opts.GateFor = lazy.gate
+		opts.Approve = func(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) (bool, error) {
+			e, err := lazy.env(ctx, ss)
+			if err != nil {
+				return false, err
+			}
+			return approver(e.db)(ctx, ss, call, res)
+		}
 	}
-	defer e.Close()
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db)}
-	if err := mcp.ServeStdio(ctx, e.gate, stdin, stdout, opts); err != nil && !errors.Is(err, context.Canceled) {
+	if err := mcp.ServeStdio(ctx, g, stdin, stdout, opts); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
 		return exitRefused
 	}
@@ -107,4 +131,55 @@ func approver(db store.Approvals) func(context.Context, *sdk.ServerSession, tool
 		}
 		return ok, nil
 	}
+}
+
+// rootsEnv builds the gate of a stdio session whose workspace was not named:
+// the client's first root when it offers roots, else the current directory
+// (refused if that is / or the home directory). One stdio process serves
+// one session, so it is built once.
+type rootsEnv struct {
+	set  *settings
+	once sync.Once
+	e    *env
+	err  error
+}
+
+func (r *rootsEnv) env(ctx context.Context, ss *sdk.ServerSession) (*env, error) {
+	r.once.Do(func() {
+		root := ""
+		if ss != nil {
+			if res, err := ss.ListRoots(ctx, nil); err == nil && len(res.Roots) > 0 {
+				if u, err := url.Parse(res.Roots[0].URI); err == nil && u.Scheme == "file" {
+					root = u.Path
+				}
+			}
+		}
+		r.e, r.err = openEnv(r.set, root)
+	})
+	return r.e, r.err
+}
+
+func (r *rootsEnv) gate(ctx context.Context, ss *sdk.ServerSession) (*gate.Gate, error) {
+	e, err := r.env(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	return e.gate, nil
+}
+
+func (r *rootsEnv) Close() error {
+	if r.e != nil {
+		return r.e.Close()
+	}
+	return nil
+}
+
+// listingGate has the same tools as a session's gate, to list them before
+// the workspace is known; it runs nothing.
+func listingGate(set *settings) (*gate.Gate, error) {
+	reg, err := registry(set, nil)
+	if err != nil {
+		return nil, err
+	}
+	return gate.New(reg, nil)
 }
