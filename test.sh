@@ -22,6 +22,9 @@ echo "== go vet"
 go vet ./...
 (cd bench && go vet ./...)
 
+echo "== the end-to-end tests' Node packages (npm ci)"
+bash e2e/setup.sh >/dev/null
+
 echo "== go test"
 go test -count=1 ./...
 
