@@ -76,7 +76,7 @@ func validateHTTPURL(v any) error {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return errors.New("the URL must be absolute with scheme http or https")
 	case u.Opaque != "":
-		return errors.New("the URL must have the form scheme://host/...")
+		return errors.New("the URL must have the form scheme://host/path")
 	case u.User != nil:
 		return errors.New("the URL must not carry user information (user@host)")
 	case u.Hostname() == "":
