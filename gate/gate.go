@@ -145,7 +145,7 @@ var stages = []stage{
 	{"guards", (*Gate).guards},        // workspace paths (commands and URLs: later)
 	{"intent", passThrough},           // provenance of sensitive values: later
 	{"loop", passThrough},             // step, token and time budgets, kill switch: later
-	{"approval", (*Gate).approval},    // an ask parks the call (a persistent queue: later)
+	{"approval", (*Gate).approval},    // an ask runs once approved, else parks as an approval
 	{"idempotency", passThrough},      // the exactly-once ledger: later
 	{"execute", (*Gate).executeStage}, // the executor, under the deadline
 	{"after", (*Gate).after},          // size cap; redaction and envelopes: later
