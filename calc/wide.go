@@ -106,6 +106,12 @@ func (z *wnat) mulWord(x *wnat, y uint64) bool {
 		z.w[i], c = bits.Add64(lo, carry, 0)
 		carry = hi + c
 	}
+	return z.carryOut(n, carry)
+}
+
+// carryOut ends an n-word add or multiply: a final carry takes one more
+// word, if there is room.
+func (z *wnat) carryOut(n int, carry uint64) bool {
 	if carry != 0 {
 		if n == wideWords {
 			return false
@@ -131,15 +137,7 @@ func (z *wnat) add(x, y *wnat) bool {
 		}
 		z.w[i], carry = bits.Add64(x.w[i], yi, carry)
 	}
-	if carry != 0 {
-		if n == wideWords {
-			return false
-		}
-		z.w[n] = carry
-		n++
-	}
-	z.n = n
-	return true
+	return z.carryOut(n, carry)
 }
 
 // sub sets z = x-y for x >= y. z may alias x or y.
