@@ -368,3 +368,49 @@ func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fmt.Fprintf(stderr, "%d files restored\n", len(paths))
 	return exitOK
 }
+
+// toolLine is one tool as airlock tools --json prints it: what a model is
+// shown.
+type toolLine struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Risk        tool.Risk       `json:"risk"`
+	Effect      tool.Effect     `json:"effect"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := registerSettings(fs, false)
+	asJSON := fs.Bool("json", false, "print one JSON object per tool, with its input schema")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock tools: %v\n", err)
+		return exitUsage
+	}
+	g, err := listingGate(set)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock tools: %v\n", err)
+		return exitRefused
+	}
+	for _, t := range g.Tools() {
+		if *asJSON {
+			line, _ := json.Marshal(toolLine{t.Name, t.Description, t.Risk, t.Effect, t.Schema})
+			fmt.Fprintf(stdout, "%s\n", line)
+			continue
+		}
+		fmt.Fprintf(stdout, "%-12s %-6s %-8s %s\n", t.Name, t.Risk, t.Effect, firstSentence(t.Description))
+	}
+	return exitOK
+}
+
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}

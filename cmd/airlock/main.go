@@ -37,6 +37,7 @@ func commands() []command {
 		{"mcp", "serve the guarded tools to an MCP client over stdio", runMCP},
 		{"serve", "serve MCP over Streamable HTTP at /mcp (default 127.0.0.1:8080)", runServe},
 		{"calc", "evaluate exact arithmetic: airlock calc [flags] EXPR, or --batch over JSON lines", runCalc},
+		{"tools", "list the tools with their risk, effect and (with --json) the schema models are shown", runTools},
 		{"check", "decide proposals read as JSON lines, running every guard and executing nothing", runCheck},
 		{"call", "run one tool call through the whole gate: airlock call TOOL 'JSON'", runCall},
 		{"policy", "show the effective policy, or check a policy file", runPolicy},
