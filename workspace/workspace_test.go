@@ -1044,7 +1044,9 @@ func TestIsGitPath(t *testing.T) {
 		{".git/hooks/pre-commit", true},
 		{".GIT/config", true},
 		{".gitignore", false},
-		{"a/.git/config", false},
+		{"a/.git/config", true}, // a nested repository runs code too
+		{"a/b/.Git/hooks/x", true},
+		{"a/.gitx/config", false},
 		{".github/workflows/ci.yml", false},
 		{".", false},
 	} {

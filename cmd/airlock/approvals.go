@@ -25,6 +25,9 @@ func openStore(s *settings) (*sqlite.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStateDir(dir); err != nil {
+		return nil, err
+	}
 	return sqlite.Open(statePath(dir), nil)
 }
 

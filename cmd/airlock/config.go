@@ -192,10 +192,23 @@ func (s *settings) workspaceDir(firstRoot string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Compare what the paths are, not how they are spelled: a symlink to
+	// the home directory, or /proc/self/root, is the same directory.
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
 	home, _ := os.UserHomeDir()
-	if abs == string(filepath.Separator) || home != "" && abs == filepath.Clean(home) {
+	if sameDir(real, string(filepath.Separator)) || home != "" && sameDir(real, home) {
 		return "", fmt.Errorf("refusing the implicit workspace %s: it would expose every file there; "+
 			"run airlock from a project directory or pass --workspace DIR", abs)
 	}
-	return abs, nil
+	return real, nil
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }

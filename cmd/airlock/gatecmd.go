@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/gate"
@@ -55,6 +57,25 @@ func registry(s *settings, ws *workspace.Workspace) (*tool.Registry, error) {
 // stateDir returns airlock's state directory inside a workspace.
 func stateDir(ws string) string { return filepath.Join(ws, workspace.StateDir) }
 
+// checkStateDir refuses a .airlock that is not a plain directory of this
+// user's: a symlink would send the audit log and the store elsewhere, and
+// a repository could ship one.
+func checkStateDir(ws string) error {
+	fi, err := os.Lstat(stateDir(ws))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory (a symlink?); airlock keeps its state there: remove it", stateDir(ws))
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to another user; airlock keeps its state there: remove it", stateDir(ws))
+	}
+	return nil
+}
+
 // auditPath is where a workspace's audit log lives.
 func auditPath(ws string) string { return filepath.Join(stateDir(ws), "audit.jsonl") }
 
@@ -69,6 +90,10 @@ func openEnv(s *settings, firstRoot string) (*env, error) {
 	ws, err := workspace.Open(dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if err := checkStateDir(ws.Dir()); err != nil {
+		ws.Close()
+		return nil, err
 	}
 	pol := policy.Default()
 	if s.Policy != "" {
