@@ -54,7 +54,9 @@ func TestMCPClients(t *testing.T) {
 	node := setup(t, e2eDir)
 	bin := buildAirlock(t, e2eDir)
 
-	env := cleanEnv()
+	// The servers keep their approval key in a config directory of the
+	// test's own.
+	env := append(cleanEnv(), "XDG_CONFIG_HOME="+t.TempDir())
 	stdioWS := workspace(t, "stdio")
 	inspectorWS := workspace(t, "inspector")
 	httpWS := workspace(t, "http")

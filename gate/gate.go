@@ -14,12 +14,14 @@ package gate
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +59,12 @@ type Options struct {
 	// ApprovalTTL is how long an approval waits and, once approved, how
 	// long it stays usable; zero means store.DefaultApprovalTTL.
 	ApprovalTTL time.Duration
+	// ApprovalKey keys the hash approvals are found by. Keep it where the
+	// store is not (the CLI keeps it in the user's config directory, the
+	// store in the workspace): an approval planted in the store, by a
+	// repository that ships one, then matches no call. Nil leaves the hash
+	// unkeyed, for tests and embedding.
+	ApprovalKey []byte
 }
 
 // Gate runs calls through the pipeline. It is safe for concurrent use.
@@ -340,7 +348,7 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 	if err != nil { // validated JSON always has a canonical form
 		return internalError("the arguments could not be put in canonical form"), "error"
 	}
-	hash := canon.CallHash(c.Tool, args)
+	hash := g.approvalHash(c, args)
 	now := time.Now()
 	a, ok, err := g.opts.Approvals.ConsumeApproval(ctx, c.Tool, hash, now)
 	if err != nil {
@@ -367,8 +375,27 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 	}
 	c.approval = &tool.ApprovalRequest{ID: req.ID, Tool: req.Tool, Args: req.Args, Expires: req.Expires}
 	e.Message += " (approval " + req.ID + " is pending)"
-	e.Hint = "A person approves it with `airlock approve " + req.ID + "`; then make the same call again"
+	e.Hint = "A person approves it with `airlock approve " + req.ID + "`; then make the same call again in the same session"
 	return e, "ask"
+}
+
+// approvalHash is what an approval is found by: the tool, the canonical
+// arguments, the session, role and mode, and the workspace paths the
+// arguments resolved to, so that an approval lets only this call run, in
+// this session, on these files. Keyed with Options.ApprovalKey, it cannot
+// be forged by whoever can write the store but not read the key.
+func (g *Gate) approvalHash(c *call, args []byte) string {
+	var h hash.Hash
+	if g.opts.ApprovalKey != nil {
+		h = hmac.New(sha256.New, g.opts.ApprovalKey)
+	} else {
+		h = sha256.New()
+	}
+	for _, part := range append([]string{c.Tool, string(args), c.Session, c.Role, c.Mode}, c.paths...) {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func internalError(msg string) *tool.Error {

@@ -402,7 +402,8 @@ func TestApprovalFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first := g.Call(ctx, call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask"))
+	inSession := func(c tool.Call, session string) tool.Call { c.Session = session; return c }
+	first := g.Call(ctx, inSession(call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask"), "s1"))
 	if first.Error == nil || first.Error.Code != tool.CodeApprovalRequired || first.Approval == nil {
 		t.Fatalf("first call: %+v", first)
 	}
@@ -420,16 +421,51 @@ func TestApprovalFlow(t *testing.T) {
 	if _, err := approvals.DecideApproval(ctx, first.Approval.ID, true, "tester", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	// Other arguments need their own approval.
-	if res := g.Call(ctx, call("write_file", `{"path":"a.txt","content":"y"}`, "", "ask")); res.Error == nil {
+	// Other arguments, or another session, need their own approval.
+	if res := g.Call(ctx, inSession(call("write_file", `{"path":"a.txt","content":"y"}`, "", "ask"), "s1")); res.Error == nil {
 		t.Fatalf("an approval of other arguments let this run: %+v", res)
 	}
+	if res := g.Call(ctx, inSession(call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask"), "s2")); res.Error == nil {
+		t.Fatalf("an approval from another session let this run: %+v", res)
+	}
 	// The same call, keys in another order, runs once.
-	res := g.Call(ctx, call("write_file", `{"content":"x","path":"a.txt"}`, "", "ask"))
+	res := g.Call(ctx, inSession(call("write_file", `{"content":"x","path":"a.txt"}`, "", "ask"), "s1"))
 	if res.Error != nil || res.Decision != "allow" {
 		t.Fatalf("approved call: %+v", res)
 	}
-	if again := g.Call(ctx, call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")); again.Error == nil {
+	if again := g.Call(ctx, inSession(call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask"), "s1")); again.Error == nil {
 		t.Fatal("an approval was used twice")
+	}
+}
+
+// TestPlantedApprovalDoesNotMatch: with a key, an approval written into the
+// store by someone without the key (a repository that ships a state file)
+// matches no call.
+func TestPlantedApprovalDoesNotMatch(t *testing.T) {
+	dir := t.TempDir()
+	ws, err := workspace.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	reg := tool.NewRegistry()
+	for _, tl := range tools.FileTools(ws) {
+		reg.Register(tl)
+	}
+	approvals := &memApprovals{m: map[string]store.Approval{}}
+	unkeyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
+	keyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals,
+		ApprovalKey: []byte("a secret the planter does not have")})
+	ctx := context.Background()
+	c := call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")
+	c.Session = "s1"
+	// The planter parks and approves the call without the key.
+	parked := unkeyed.Call(ctx, c)
+	approvals.DecideApproval(ctx, parked.Approval.ID, true, "planter", time.Now())
+	if res := keyed.Call(ctx, c); res.Error == nil || res.Error.Code != tool.CodeApprovalRequired {
+		t.Fatalf("a planted approval let the call run: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the file was written")
 	}
 }

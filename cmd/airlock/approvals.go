@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -29,6 +31,50 @@ func openStore(s *settings) (*sqlite.DB, error) {
 		return nil, err
 	}
 	return sqlite.Open(statePath(dir), nil)
+}
+
+// approvalKeyFile is where, under the user's config directory, the key
+// approvals are keyed with lives: outside every workspace, so that a state
+// file shipped in one cannot hold approvals that match.
+const approvalKeyFile = "airlock/approval.key"
+
+// approvalKey loads the approval key, creating it (32 random bytes, mode
+// 0600) on first use.
+func approvalKey() ([]byte, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return nil, fmt.Errorf("approval key: no config directory (set XDG_CONFIG_HOME): %w", err)
+	}
+	path := filepath.Join(dir, approvalKeyFile)
+	for range 2 {
+		key, err := os.ReadFile(path)
+		switch {
+		case err == nil && len(key) == 32:
+			return key, nil
+		case err == nil:
+			return nil, fmt.Errorf("approval key %s: %d bytes, want 32; remove it to make a new one", path, len(key))
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("approval key: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("approval key: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue // another process made it first: read theirs
+		}
+		if err != nil {
+			return nil, fmt.Errorf("approval key: %w", err)
+		}
+		key = make([]byte, 32)
+		rand.Read(key)
+		_, werr := f.Write(key)
+		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+			return nil, fmt.Errorf("approval key: %w", err)
+		}
+		return key, nil
+	}
+	return nil, fmt.Errorf("approval key %s: could not be read or made", path)
 }
 
 // decider names who decided, for the approval's record.

@@ -22,7 +22,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // and approves it; the same call then runs once.
 func TestApprovalsAcrossProcesses(t *testing.T) {
 	ws := t.TempDir()
-	call := []string{"call", "--workspace", ws, "--json", "write_file", `{"path":"a.txt","content":"x"}`}
+	call := []string{"call", "--workspace", ws, "--session", "s1", "--json", "write_file", `{"path":"a.txt","content":"x"}`}
 	code, out, _ := runCLI(t, call...)
 	var res callOutput
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != exitRefused || res.Error == nil ||

@@ -119,7 +119,12 @@ func openEnv(s *settings, firstRoot string) (*env, error) {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	e := &env{ws: ws, log: log, db: db}
-	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log, Approvals: db})
+	key, err := approvalKey()
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
 	if err != nil {
 		e.Close()
 		return nil, err

@@ -9,6 +9,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// In-process tests keep the approval key in a directory of their own.
+	dir, err := os.MkdirTemp("", "airlock-config")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
 	testscript.Main(m, map[string]func(){
 		"airlock": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
@@ -16,5 +22,9 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the CLI transcripts in testdata/script.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script", RequireExplicitExec: true})
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
+			return nil
+		}})
 }
