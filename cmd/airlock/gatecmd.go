@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/gate"
@@ -119,6 +120,10 @@ func openEnv(s *settings, firstRoot string) (*env, error) {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	e := &env{ws: ws, log: log, db: db}
+	if _, err := db.Prune(context.Background(), time.Now()); err != nil {
+		e.Close()
+		return nil, err
+	}
 	key, err := approvalKey()
 	if err != nil {
 		e.Close()

@@ -290,6 +290,25 @@ func (db *DB) migrate(ctx context.Context) error {
 	return db.classify(tx.Commit())
 }
 
+// KeepFinished is how long an approval stays in the file once it can no
+// longer change (used, denied, or past its expiry): long enough to answer
+// `airlock approvals` about it, short enough that the file does not grow
+// without end. The audit log keeps the lasting record.
+const KeepFinished = 7 * 24 * time.Hour
+
+// Prune deletes the approvals that finished before now minus
+// KeepFinished, and returns how many.
+func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
+	cut := now.Add(-KeepFinished).UnixNano()
+	res, err := db.sql.ExecContext(ctx, `DELETE FROM approvals
+		WHERE (status IN ('used', 'denied') AND COALESCE(used, decided, created) < ?)
+		   OR expires < ?`, cut, cut)
+	if err != nil {
+		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, db.classify(err))
+	}
+	return res.RowsAffected()
+}
+
 // Close closes the database. Approvals stay in the file.
 func (db *DB) Close() error {
 	if err := db.sql.Close(); err != nil {

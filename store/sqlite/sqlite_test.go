@@ -385,3 +385,39 @@ func TestBusyTimeout(t *testing.T) {
 		t.Errorf("reading beside a writer: %v", err)
 	}
 }
+
+// TestPrune: finished approvals older than KeepFinished go; pending,
+// approved and recent ones stay.
+func TestPrune(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(id string, created time.Time, ttl time.Duration) {
+		a := store.Approval{ID: id, Tool: "t", Args: json.RawMessage(`{}`), ArgsHash: "h" + id,
+			Status: store.StatusPending, Created: created, Expires: created.Add(ttl)}
+		if err := db.CreateApproval(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("old-denied", t0, 30*24*time.Hour)
+	db.DecideApproval(ctx, "old-denied", false, "x", t0.Add(time.Minute))
+	mk("old-expired", t0, time.Hour)
+	mk("recent-denied", t0.Add(29*24*time.Hour), 30*24*time.Hour)
+	db.DecideApproval(ctx, "recent-denied", false, "x", t0.Add(29*24*time.Hour+time.Minute))
+	mk("pending", t0.Add(29*24*time.Hour), 30*24*time.Hour)
+	now := t0.Add(30 * 24 * time.Hour)
+	n, err := db.Prune(ctx, now)
+	if err != nil || n != 2 {
+		t.Fatalf("Prune = %d, %v; want 2", n, err)
+	}
+	for id, want := range map[string]bool{"old-denied": false, "old-expired": false, "recent-denied": true, "pending": true} {
+		_, err := db.Approval(ctx, id, now)
+		if got := err == nil; got != want {
+			t.Errorf("%s kept = %v, want %v (%v)", id, got, want, err)
+		}
+	}
+}
