@@ -7,10 +7,12 @@ package canon
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"slices"
 )
 
@@ -71,12 +73,20 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	}
 }
 
-// CallHash is the hex SHA-256 that binds a tool and its canonical
-// arguments: the key an approval, or a ledger entry, is found by.
-func CallHash(tool string, canonicalArgs []byte) string {
-	h := sha256.New()
-	h.Write([]byte(tool))
-	h.Write([]byte{0})
-	h.Write(canonicalArgs)
+// Bind returns the hex hash that binds parts together, each ended by a NUL
+// so that no two lists of parts run together: HMAC-SHA256 under key, or
+// plain SHA-256 when key is nil. An approval (and later a ledger entry) is
+// found by the Bind of its tool, canonical arguments and context.
+func Bind(key []byte, parts ...string) string {
+	var h hash.Hash
+	if key != nil {
+		h = hmac.New(sha256.New, key)
+	} else {
+		h = sha256.New()
+	}
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -23,7 +23,14 @@ func TestJSON(t *testing.T) {
 	}
 	a, _ := JSON([]byte(`{"x":1,"y":2}`))
 	b, _ := JSON([]byte(`{"y":2,"x":1}`))
-	if CallHash("t", a) != CallHash("t", b) || CallHash("t", a) == CallHash("u", a) {
-		t.Error("CallHash does not bind tool and canonical arguments")
+	if Bind(nil, "t", string(a)) != Bind(nil, "t", string(b)) || Bind(nil, "t", string(a)) == Bind(nil, "u", string(a)) {
+		t.Error("Bind does not bind tool and canonical arguments")
+	}
+	// Parts do not run together, and the key changes the hash.
+	if Bind(nil, "ab", "c") == Bind(nil, "a", "bc") {
+		t.Error("Bind lets parts run together")
+	}
+	if Bind([]byte("k"), "t") == Bind(nil, "t") || Bind([]byte("k"), "t") == Bind([]byte("l"), "t") {
+		t.Error("Bind ignores its key")
 	}
 }

@@ -14,14 +14,12 @@ package gate
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"slices"
 	"strings"
 	"time"
@@ -212,7 +210,7 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 	if res.Provenance.Tool == "" {
 		res.Provenance.Tool = c.Tool
 	}
-	if err := g.record(c, &res, time.Since(start)); err != nil {
+	if err := g.record(c, &res); err != nil {
 		// A call that cannot be audited must not look successful.
 		res = tool.Result{Error: &tool.Error{Code: tool.CodeInternal,
 			Message: "the call could not be written to the audit log",
@@ -385,17 +383,8 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 // this session, on these files. Keyed with Options.ApprovalKey, it cannot
 // be forged by whoever can write the store but not read the key.
 func (g *Gate) approvalHash(c *call, args []byte) string {
-	var h hash.Hash
-	if g.opts.ApprovalKey != nil {
-		h = hmac.New(sha256.New, g.opts.ApprovalKey)
-	} else {
-		h = sha256.New()
-	}
-	for _, part := range append([]string{c.Tool, string(args), c.Session, c.Role, c.Mode}, c.paths...) {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	parts := append([]string{c.Tool, string(args), c.Session, c.Role, c.Mode}, c.paths...)
+	return canon.Bind(g.opts.ApprovalKey, parts...)
 }
 
 func internalError(msg string) *tool.Error {
@@ -447,7 +436,7 @@ func (g *Gate) after(_ context.Context, c *call) (*tool.Error, string) {
 
 // record appends the call to the audit log: sizes and hashes of arguments
 // and results, never their contents.
-func (g *Gate) record(c *call, res *tool.Result, _ time.Duration) error {
+func (g *Gate) record(c *call, res *tool.Result) error {
 	if g.opts.Audit == nil {
 		return nil
 	}

@@ -383,20 +383,27 @@ func (s *memApprovals) ConsumeApproval(_ context.Context, tool, hash string, now
 	return store.Approval{}, false, nil
 }
 
-// TestApprovalFlow: an ask parks the exact call; once approved, that call
-// runs once, and only with the same arguments (in any key order).
-func TestApprovalFlow(t *testing.T) {
-	dir := t.TempDir()
+// fileTools is a workspace with the file tools and an in-memory approvals
+// store, for the approval tests.
+func fileTools(t *testing.T) (dir string, ws *workspace.Workspace, reg *tool.Registry, approvals *memApprovals) {
+	t.Helper()
+	dir = t.TempDir()
 	ws, err := workspace.Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ws.Close()
-	reg := tool.NewRegistry()
+	t.Cleanup(func() { ws.Close() })
+	reg = tool.NewRegistry()
 	for _, tl := range tools.FileTools(ws) {
 		reg.Register(tl)
 	}
-	approvals := &memApprovals{m: map[string]store.Approval{}}
+	return dir, ws, reg, &memApprovals{m: map[string]store.Approval{}}
+}
+
+// TestApprovalFlow: an ask parks the exact call; once approved, that call
+// runs once, and only with the same arguments (in any key order).
+func TestApprovalFlow(t *testing.T) {
+	dir, ws, reg, approvals := fileTools(t)
 	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
 	if err != nil {
 		t.Fatal(err)
@@ -442,17 +449,7 @@ func TestApprovalFlow(t *testing.T) {
 // store by someone without the key (a repository that ships a state file)
 // matches no call.
 func TestPlantedApprovalDoesNotMatch(t *testing.T) {
-	dir := t.TempDir()
-	ws, err := workspace.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	reg := tool.NewRegistry()
-	for _, tl := range tools.FileTools(ws) {
-		reg.Register(tl)
-	}
-	approvals := &memApprovals{m: map[string]store.Approval{}}
+	dir, ws, reg, approvals := fileTools(t)
 	unkeyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
 	keyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals,
 		ApprovalKey: []byte("a secret the planter does not have")})

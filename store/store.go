@@ -32,7 +32,7 @@ type Approval struct {
 	ID        string          `json:"id"`
 	Tool      string          `json:"tool"`
 	Args      json.RawMessage `json:"args"`      // canonical JSON (see package canon)
-	ArgsHash  string          `json:"args_hash"` // hex SHA-256 of Tool and Args, what a call is matched by
+	ArgsHash  string          `json:"args_hash"` // canon.Bind of the call as the gate binds it: what a call is matched by
 	Session   string          `json:"session,omitempty"`
 	Role      string          `json:"role,omitempty"`
 	Mode      string          `json:"mode,omitempty"`

@@ -99,19 +99,16 @@ func runApprovals(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock approvals: %v\n", err)
-		return exitUsage
+		return misused(stderr, "approvals", err)
 	}
 	db, err := openStore(set)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock approvals: %v\n", err)
-		return exitRefused
+		return refused(stderr, "approvals", err)
 	}
 	defer db.Close()
 	list, err := db.PendingApprovals(ctx, time.Now())
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock approvals: %v\n", err)
-		return exitRefused
+		return refused(stderr, "approvals", err)
 	}
 	for _, a := range list {
 		if *asJSON {

@@ -167,13 +167,11 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock check: %v\n", err)
-		return exitUsage
+		return misused(stderr, "check", err)
 	}
 	e, err := openEnv(set, "")
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock check: %v\n", err)
-		return exitRefused
+		return refused(stderr, "check", err)
 	}
 	defer e.Close()
 
@@ -181,8 +179,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return checkOne(ctx, e.gate, set, line, tooLong)
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock check: %v\n", err)
-		return exitRefused
+		return refused(stderr, "check", err)
 	}
 	return exitOK
 }
@@ -254,13 +251,11 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock call: %v\n", err)
-		return exitUsage
+		return misused(stderr, "call", err)
 	}
 	e, err := openEnv(set, "")
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock call: %v\n", err)
-		return exitRefused
+		return refused(stderr, "call", err)
 	}
 	defer e.Close()
 
@@ -334,8 +329,7 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if *file != "" {
 			var err error
 			if p, err = policy.Load(*file); err != nil {
-				fmt.Fprintf(stderr, "airlock policy show: %v\n", err)
-				return exitRefused
+				return refused(stderr, "policy show", err)
 			}
 		}
 		stdout.Write(p.Effective())
@@ -345,8 +339,7 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return usage()
 		}
 		if _, err := policy.Load(args[1]); err != nil {
-			fmt.Fprintf(stderr, "airlock policy check: %v\n", err)
-			return exitRefused
+			return refused(stderr, "policy check", err)
 		}
 		fmt.Fprintf(stdout, "%s: ok\n", args[1])
 		return exitOK
@@ -361,8 +354,7 @@ func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	rep, err := audit.Verify(args[1])
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock audit verify: %v\n", err)
-		return exitRefused
+		return refused(stderr, "audit verify", err)
 	}
 	if rep.OK {
 		fmt.Fprintf(stdout, "%s: ok, %d records, head %s\n", args[1], rep.Records, rep.Head)
@@ -388,14 +380,12 @@ func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	ws, err := workspace.Open(*dir, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock rollback: %v\n", err)
-		return exitRefused
+		return refused(stderr, "rollback", err)
 	}
 	defer ws.Close()
 	paths, err := ws.Rollback(*session)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock rollback: %v\n", err)
-		return exitRefused
+		return refused(stderr, "rollback", err)
 	}
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "restored %s\n", p)
@@ -424,13 +414,11 @@ func runTools(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock tools: %v\n", err)
-		return exitUsage
+		return misused(stderr, "tools", err)
 	}
 	g, err := listingGate(set)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock tools: %v\n", err)
-		return exitRefused
+		return refused(stderr, "tools", err)
 	}
 	for _, t := range g.Tools() {
 		if *asJSON {

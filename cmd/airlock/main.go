@@ -70,6 +70,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return exitUsage
 }
 
+// refused reports a failure of the command name and returns exitRefused.
+func refused(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "airlock %s: %v\n", name, err)
+	return exitRefused
+}
+
+// misused reports bad usage of the command name and returns exitUsage.
+func misused(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "airlock %s: %v\n", name, err)
+	return exitUsage
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: airlock COMMAND [flags] [args]")
 	fmt.Fprintln(w, "\ncommands:")

@@ -35,16 +35,14 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-		return exitUsage
+		return misused(stderr, "mcp", err)
 	}
 	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode}
 	var g *gate.Gate
 	if set.explicitWorkspace {
 		e, err := openEnv(set, "")
 		if err != nil {
-			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-			return exitRefused
+			return refused(stderr, "mcp", err)
 		}
 		defer e.Close()
 		g, opts.Approve = e.gate, approver(e.db)
@@ -54,8 +52,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		lazy := &rootsEnv{set: set}
 		defer lazy.Close()
 		if g, err = listingGate(set); err != nil {
-			fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-			return exitRefused
+			return refused(stderr, "mcp", err)
 		}
 		opts.GateFor = lazy.gate
 		opts.Approve = func(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) (bool, error) {
@@ -67,8 +64,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 	}
 	if err := mcp.ServeStdio(ctx, g, stdin, stdout, opts); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "airlock mcp: %v\n", err)
-		return exitRefused
+		return refused(stderr, "mcp", err)
 	}
 	return exitOK
 }
@@ -86,26 +82,22 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return exitUsage
+		return misused(stderr, "serve", err)
 	}
 	e, err := openEnv(set, "")
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return exitRefused
+		return refused(stderr, "serve", err)
 	}
 	defer e.Close()
 	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db)}
 	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
 	handler, err := mcp.NewHTTPHandler(e.gate, opts, h)
 	if err != nil {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return exitUsage
+		return misused(stderr, "serve", err)
 	}
 	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", set.Addr, e.ws.Dir())
 	if err := mcp.ListenAndServe(ctx, handler, h); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "airlock serve: %v\n", err)
-		return exitRefused
+		return refused(stderr, "serve", err)
 	}
 	return exitOK
 }
