@@ -244,6 +244,17 @@ func HeadPath(path string) string { return path + ".head" }
 // file; otherwise Open refuses with ErrTailUnverified, and Verify tells
 // which record is wrong. Only one Log may have a file open at a time.
 func Open(path string, opts *Options) (*Log, error) {
+	l, err := openFile(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	go l.run()
+	return l, nil
+}
+
+// openFile is Open without the syncer: it decides, deterministically,
+// whether the log at path can be continued.
+func openFile(path string, opts *Options) (*Log, error) {
 	l, err := configure(path, opts)
 	if err != nil {
 		return nil, err
@@ -264,7 +275,6 @@ func Open(path string, opts *Options) (*Log, error) {
 		f.Close()
 		return nil, err
 	}
-	go l.run()
 	return l, nil
 }
 

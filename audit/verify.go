@@ -86,12 +86,23 @@ func Verify(path string) (Report, error) {
 		return Report{}, fmt.Errorf("audit: %w", err)
 	}
 	defer f.Close()
-	v := &verifier{lr: lineReader{r: bufio.NewReaderSize(f, 64<<10)}}
 	hp := HeadPath(path)
 	data, ok, err := readHeadBytes(hp)
 	if err != nil {
 		return Report{}, err
 	}
+	rep, err := verify(f, data, ok, hp)
+	if err != nil {
+		return Report{}, fmt.Errorf("audit: reading %s: %w", path, err)
+	}
+	return rep, nil
+}
+
+// verify checks the log read from r against the head file's content
+// (ok false: there is none), named hp in messages.
+func verify(r io.Reader, data []byte, ok bool, hp string) (Report, error) {
+	var err error
+	v := &verifier{lr: lineReader{r: bufio.NewReaderSize(r, 64<<10)}}
 	if ok {
 		v.head, err = parseHead(data)
 		if err != nil {
@@ -113,7 +124,7 @@ func Verify(path string) (Report, error) {
 		v.check(it)
 	}
 	if v.err != nil {
-		return Report{}, fmt.Errorf("audit: reading %s: %w", path, v.err)
+		return Report{}, v.err
 	}
 	v.rep.Seq, v.rep.Head = v.seq, v.hash
 	v.settleGaps()
