@@ -1,0 +1,286 @@
+// Package sandbox runs one command where the worst it can do is damage a
+// disposable place. It defines what every backend shares: the Spec of what
+// to run and how tightly, the Result, the isolation Layers, and the errors.
+// The backends live in sub-packages (native, bwrap, container) and all pass
+// one conformance and escape suite (sandboxtest).
+//
+// Mechanism apart from policy: a backend enforces exactly the Spec it is
+// handed and decides nothing. A backend that cannot apply a layer the Spec
+// asks for refuses to run (ErrUnavailable), unless the Spec explicitly
+// allows degradation; Result.Enforced always lists what was applied.
+//
+// The zero Spec fails closed: no network, the workspace read-only (or
+// absent), every default limit in force.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sandbox is one backend.
+type Sandbox interface {
+	// Name is the backend's name: "native", "bwrap", "container".
+	Name() string
+	// Run runs spec.Argv to completion, or until a limit or ctx ends it.
+	// An error means the command did not run (or its outcome is unknown):
+	// a bad Spec (ErrInvalidSpec), a layer the backend cannot apply
+	// (ErrUnavailable), or a fault of the backend. A command that ran and
+	// failed is a Result with its exit code, not an error.
+	Run(ctx context.Context, spec Spec) (Result, error)
+}
+
+// Network is what a command may reach.
+type Network string
+
+const (
+	// NetworkNone: an empty network namespace, and no new sockets but
+	// AF_UNIX. The default.
+	NetworkNone Network = "none"
+)
+
+// Spec is what to run and how tightly. A zero field means its default.
+type Spec struct {
+	// Argv is the command and its arguments, run without a shell. Argv[0]
+	// is looked up in PATH (from Env, else DefaultPath) inside the sandbox.
+	Argv []string
+	// Dir is the working directory inside the sandbox, relative to the
+	// workspace; "" is the workspace itself.
+	Dir string
+	// Env is the whole environment of the command, "KEY=value" each. The
+	// host's environment is never passed on; only these, plus HOME=/tmp
+	// and PATH=DefaultPath where Env sets neither.
+	Env []string
+	// Stdin is fed to the command; nil means an empty input.
+	Stdin []byte
+
+	// Workspace is the host directory mounted at WorkspaceMount; "" mounts
+	// none. Its MaskedDirs are hidden (an empty, read-only directory).
+	Workspace string
+	// WorkspaceWritable mounts the workspace read-write; by default it is
+	// read-only.
+	WorkspaceWritable bool
+	// ReadOnlyPaths are extra host paths bound read-only at the same path.
+	ReadOnlyPaths []string
+
+	// Network is NetworkNone when empty.
+	Network Network
+
+	Limits Limits
+
+	// AllowDegraded lets a backend run without a layer it cannot apply
+	// (for example cgroup limits for an unprivileged user on cgroup v1);
+	// Result.Enforced then says what was applied. Off by default: a
+	// missing layer is ErrUnavailable.
+	AllowDegraded bool
+}
+
+// WorkspaceMount is where the workspace appears inside the sandbox.
+const WorkspaceMount = "/workspace"
+
+// MaskedDirs are the workspace's directories hidden from every command:
+// airlock's own state (audit log, approvals, ledger, snapshots).
+var MaskedDirs = []string{".airlock"}
+
+// DefaultPath is the PATH of a command whose Env sets none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+// Limits bound what a command may use. A zero field means its default;
+// no limit can be switched off.
+type Limits struct {
+	Wall      time.Duration // wall-clock time, then the whole tree is killed
+	CPU       time.Duration // CPU time (RLIMIT_CPU, whole seconds, rounded up)
+	Memory    int64         // bytes of memory (cgroup), the whole tree
+	Pids      int           // processes and threads at once (cgroup), the whole tree
+	OpenFiles int           // open file descriptors per process (RLIMIT_NOFILE)
+	FileSize  int64         // bytes of one written file (RLIMIT_FSIZE)
+	Output    int64         // bytes of stdout and of stderr each kept; past it the tree is killed
+}
+
+// The defaults, and the most a Spec may ask for.
+const (
+	DefaultWall      = 30 * time.Second
+	MaxWall          = 10 * time.Minute
+	DefaultCPU       = 30 * time.Second
+	MaxCPU           = 10 * time.Minute
+	DefaultMemory    = 512 << 20
+	MaxMemory        = 8 << 30
+	DefaultPids      = 128
+	MaxPids          = 4096
+	DefaultOpenFiles = 256
+	MaxOpenFiles     = 4096
+	DefaultFileSize  = 64 << 20
+	MaxFileSize      = 4 << 30
+	DefaultOutput    = 1 << 20
+	MaxOutput        = 16 << 20
+	// MaxArgvBytes bounds the argv and the environment together.
+	MaxArgvBytes = 128 << 10
+	// MaxStdin bounds Spec.Stdin.
+	MaxStdin = 4 << 20
+)
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if l.Wall == 0 {
+		l.Wall = DefaultWall
+	}
+	if l.CPU == 0 {
+		l.CPU = DefaultCPU
+	}
+	def(&l.Memory, DefaultMemory)
+	def(&l.FileSize, DefaultFileSize)
+	def(&l.Output, DefaultOutput)
+	if l.Pids == 0 {
+		l.Pids = DefaultPids
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = DefaultOpenFiles
+	}
+	return l
+}
+
+// Check reports the first limit out of range, naming it.
+func (l Limits) Check() error {
+	for _, c := range []struct {
+		name      string
+		v, lo, hi int64
+	}{
+		{"Wall", int64(l.Wall), 0, int64(MaxWall)},
+		{"CPU", int64(l.CPU), 0, int64(MaxCPU)},
+		{"Memory", l.Memory, 0, MaxMemory},
+		{"Pids", int64(l.Pids), 0, MaxPids},
+		{"OpenFiles", int64(l.OpenFiles), 0, MaxOpenFiles},
+		{"FileSize", l.FileSize, 0, MaxFileSize},
+		{"Output", l.Output, 0, MaxOutput},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			return fmt.Errorf("%w: Limits.%s %d is out of range (at most %d; 0 means the default)", ErrInvalidSpec, c.name, c.v, c.hi)
+		}
+	}
+	return nil
+}
+
+// Check reports the first thing wrong with the Spec itself, before any
+// backend looks at it.
+func (s *Spec) Check() error {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return fmt.Errorf("%w: Argv is empty: give the command to run", ErrInvalidSpec)
+	}
+	n := 0
+	for _, a := range s.Argv {
+		n += len(a) + 1
+	}
+	for _, e := range s.Env {
+		n += len(e) + 1
+	}
+	if n > MaxArgvBytes {
+		return fmt.Errorf("%w: argv and environment are %d bytes, over MaxArgvBytes (%d)", ErrInvalidSpec, n, MaxArgvBytes)
+	}
+	for _, s := range append(s.Argv, s.Env...) {
+		for i := 0; i < len(s); i++ {
+			if s[i] == 0 {
+				return fmt.Errorf("%w: argv or environment holds a NUL byte", ErrInvalidSpec)
+			}
+		}
+	}
+	if len(s.Stdin) > MaxStdin {
+		return fmt.Errorf("%w: Stdin is %d bytes, over MaxStdin (%d)", ErrInvalidSpec, len(s.Stdin), MaxStdin)
+	}
+	switch s.Network {
+	case "", NetworkNone:
+	default:
+		return fmt.Errorf("%w: Network %q: only %q is supported", ErrInvalidSpec, s.Network, NetworkNone)
+	}
+	return s.Limits.Check()
+}
+
+// Killed says why the sandbox ended a command.
+type Killed string
+
+const (
+	KilledNone   Killed = ""
+	KilledOOM    Killed = "oom"    // the memory limit
+	KilledPids   Killed = "pids"   // fork failed against the pids limit (the command may have gone on)
+	KilledWall   Killed = "wall"   // the wall-clock limit, or ctx ended
+	KilledCPU    Killed = "cpu"    // the CPU-time limit
+	KilledOutput Killed = "output" // stdout or stderr past Limits.Output
+)
+
+// Layer names one isolation layer a backend applied.
+type Layer string
+
+// The layers. A backend lists those it applied in Result.Enforced.
+const (
+	LayerUserNS     Layer = "userns"
+	LayerMountNS    Layer = "mountns"
+	LayerPIDNS      Layer = "pidns"
+	LayerNetNS      Layer = "netns"
+	LayerIPCNS      Layer = "ipcns"
+	LayerUTSNS      Layer = "utsns"
+	LayerCgroupNS   Layer = "cgroupns"
+	LayerPivotRoot  Layer = "pivot_root"
+	LayerCapsDrop   Layer = "caps_dropped"
+	LayerNoNewPrivs Layer = "no_new_privs"
+	LayerSetsid     Layer = "setsid"
+	LayerLandlock   Layer = "landlock"
+	LayerSeccomp    Layer = "seccomp"
+	LayerRlimits    Layer = "rlimits"
+	LayerCgroupMem  Layer = "cgroup_memory"
+	LayerCgroupPids Layer = "cgroup_pids"
+	LayerReadOnly   Layer = "readonly_root"
+	LayerNonRoot    Layer = "non_root_user"
+)
+
+// Result is how a command ended.
+type Result struct {
+	// ExitCode is the command's exit status; 128+N when signal N ended it.
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	// Truncated: stdout or stderr was cut at Limits.Output.
+	Truncated bool
+	// TimedOut: the wall-clock limit (or ctx) ended it.
+	TimedOut bool
+	// Killed is why the sandbox ended it, if it did.
+	Killed Killed
+	Usage  Usage
+	// Enforced lists the layers applied, in the order they were.
+	Enforced []Layer
+	// Degraded lists the layers asked for and not applied (only with
+	// Spec.AllowDegraded).
+	Degraded []Layer
+	Duration time.Duration
+}
+
+// Usage is what the command used, where the backend can tell.
+type Usage struct {
+	UserCPU   time.Duration
+	SystemCPU time.Duration
+	MaxRSS    int64 // bytes, the largest process
+	MemPeak   int64 // bytes, the whole tree (cgroup), 0 if unknown
+}
+
+// Has reports whether r enforced layer l.
+func (r *Result) Has(l Layer) bool {
+	for _, e := range r.Enforced {
+		if e == l {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// ErrInvalidSpec: the Spec itself is wrong; the message names the field.
+	ErrInvalidSpec = errors.New("sandbox: invalid spec")
+	// ErrUnavailable: the backend cannot apply a layer the Spec needs
+	// here; the message names the layer and what would provide it.
+	ErrUnavailable = errors.New("sandbox: isolation unavailable")
+)
