@@ -27,4 +27,9 @@ const (
 	CodeEditAmbiguous     Code = "edit_ambiguous"
 	CodeInvalidPattern    Code = "invalid_pattern"
 	CodeUnknownKey        Code = "unknown_key"
+
+	// Commands.
+	CodeCommandDenied      Code = "command_denied"      // the command policy refuses the command line
+	CodeCommandParse       Code = "command_parse_error" // the command line is not valid bash; it is refused
+	CodeSandboxUnavailable Code = "sandbox_unavailable" // the sandbox lacks an isolation layer it needs here; nothing ran
 )

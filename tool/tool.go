@@ -103,7 +103,14 @@ type Tool struct {
 	// paths; the gate resolves them inside the workspace before anything
 	// runs.
 	PathArgs []string
-	Run      Executor
+	// CommandArg names the top-level string argument that is one shell
+	// command line; the gate judges it with the command policy (on its
+	// syntax tree) before anything runs.
+	CommandArg string
+	// URLArgs names the top-level string arguments that are URLs; the gate
+	// checks each against the egress policy before anything runs.
+	URLArgs []string
+	Run     Executor
 }
 
 // Call is a proposal to run a tool, whichever door it came in by.
@@ -216,6 +223,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool %q has no description", t.Name)
 	}
 	t.PathArgs = slices.Clone(t.PathArgs)
+	t.URLArgs = slices.Clone(t.URLArgs)
 	r.tools[t.Name] = &t
 	return nil
 }
