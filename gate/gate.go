@@ -26,6 +26,7 @@ import (
 
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/canon"
+	"airlock.dev/airlock/command"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/schema"
 	"airlock.dev/airlock/store"
@@ -57,12 +58,25 @@ type Options struct {
 	// ApprovalTTL is how long an approval waits and, once approved, how
 	// long it stays usable; zero means store.DefaultApprovalTTL.
 	ApprovalTTL time.Duration
+	// Commands judges the command line of every tool with a CommandArg
+	// (run_command). Nil refuses every such call.
+	Commands *command.Policy
+	// Egress checks every URL argument (URLArgs) of a tool against the
+	// egress policy before anything runs; *egress.Client is one. Nil
+	// refuses every such call.
+	Egress URLChecker
 	// ApprovalKey keys the hash approvals are found by. Keep it where the
 	// store is not (the CLI keeps it in the user's config directory, the
 	// store in the workspace): an approval planted in the store, by a
 	// repository that ships one, then matches no call. Nil leaves the hash
 	// unkeyed, for tests and embedding.
 	ApprovalKey []byte
+}
+
+// URLChecker judges a URL without fetching it: nil when it may be
+// fetched, else the refusal (a *tool.Error with its own code).
+type URLChecker interface {
+	Check(ctx context.Context, url string) error
 }
 
 // Gate runs calls through the pipeline. It is safe for concurrent use.
@@ -148,7 +162,7 @@ var stages = []stage{
 	{"decode", (*Gate).decode},        // size cap, known tool, JSON
 	{"validate", (*Gate).validate},    // the tool's bounded schema
 	{"authorize", (*Gate).authorize},  // role, risk, mode and rules
-	{"guards", (*Gate).guards},        // workspace paths (commands and URLs: later)
+	{"guards", (*Gate).guards},        // workspace paths, command lines, URLs
 	{"intent", passThrough},           // provenance of sensitive values: later
 	{"loop", passThrough},             // step, token and time budgets, kill switch: later
 	{"approval", (*Gate).approval},    // an ask runs once approved, else parks as an approval
@@ -190,9 +204,10 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 			rec.Code = string(end.Code)
 			c.stages = append(c.stages, rec)
 			c.result = tool.Result{Error: end}
-			if action == "deny" && s.name != "authorize" {
+			if action == "deny" && s.name != "authorize" && c.verdict.Action != policy.Deny {
 				// A guard or check of its own ended the call: the policy's
-				// rule did not decide it.
+				// rule did not decide it (a guard that has a rule of its
+				// own set the verdict itself).
 				c.verdict = policy.Decision{Action: policy.Deny, Code: end.Code}
 			}
 			break
@@ -296,7 +311,7 @@ func decisionError(d policy.Decision) *tool.Error {
 // every mode: a repository's hooks and config run code.
 const GitWriteRule = "git-write-asks"
 
-func (g *Gate) guards(_ context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
 	t := c.entry.tool
 	for _, name := range t.PathArgs {
 		p, ok := c.args[name].(string)
@@ -323,10 +338,66 @@ func (g *Gate) guards(_ context.Context, c *call) (*tool.Error, string) {
 				Hint:   "A person must approve writes into .git/; write elsewhere, or ask for approval"}
 		}
 	}
+	if t.CommandArg != "" {
+		if end := g.commandGuard(c); end != nil {
+			return end, "deny"
+		}
+	}
+	for _, name := range t.URLArgs {
+		if end := g.urlGuard(ctx, c, name); end != nil {
+			return end, "deny"
+		}
+	}
 	if c.verdict.Action == policy.Ask {
 		return nil, "ask"
 	}
 	return nil, "pass"
+}
+
+// URLRule names the egress guard's refusals.
+const URLRule = "egress"
+
+// urlGuard checks one URL argument against the egress policy, where the
+// address it resolves to is checked too; the client checks again at dial
+// time, so a name that changes its answer in between gains nothing.
+func (g *Gate) urlGuard(ctx context.Context, c *call, name string) *tool.Error {
+	u, ok := c.args[name].(string)
+	if !ok {
+		return nil // optional and absent: the schema decided it may be
+	}
+	var end *tool.Error
+	if g.opts.Egress == nil {
+		end = &tool.Error{Code: tool.CodeDenied, Message: "no egress policy is configured, so no URL may be fetched",
+			Hint: "Start airlock with its egress policy"}
+	} else if err := g.opts.Egress.Check(ctx, u); err != nil {
+		if !errors.As(err, &end) {
+			end = &tool.Error{Code: tool.CodeDenied, Message: "the URL could not be checked", Hint: "Give a plain public http or https URL"}
+		}
+	}
+	if end != nil {
+		c.verdict = policy.Decision{Action: policy.Deny, Code: end.Code, Rule: URLRule, Reason: end.Message, Hint: end.Hint}
+	}
+	return end
+}
+
+// commandGuard judges a command line on its syntax tree. Its deny or ask
+// stands; its allow leaves the call to the mode, so that run_command asks
+// in ask mode and runs in auto-edit and auto.
+func (g *Gate) commandGuard(c *call) *tool.Error {
+	line, _ := c.args[c.entry.tool.CommandArg].(string)
+	d := g.opts.Commands.Check(line, nil) // a nil policy denies
+	switch d.Verdict {
+	case command.Allow:
+		return nil
+	case command.Ask:
+		if c.verdict.Action == policy.Allow {
+			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: d.Rule,
+				Reason: d.Message, Hint: d.Hint}
+		}
+		return nil
+	}
+	c.verdict = policy.Decision{Action: policy.Deny, Code: tool.Code(d.Code), Rule: d.Rule, Reason: d.Message, Hint: d.Hint}
+	return &tool.Error{Code: tool.Code(d.Code), Message: d.Message, Hint: d.Hint}
 }
 
 // approval lets an asked call run only when a person approved exactly this

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"airlock.dev/airlock/command"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -59,6 +61,7 @@ type compiled struct {
 	roleHint    string  // lists the valid roles
 	modeHint    string  // lists the valid modes
 	effective   []byte
+	commands    *command.Policy // the built-in command rules plus the file's commands section
 }
 
 type role struct {
@@ -112,6 +115,7 @@ type fileYAML struct {
 	Roles       map[string]roleYAML `yaml:"roles"`
 	Modes       map[string]modeYAML `yaml:"modes"`
 	Rules       []ruleYAML          `yaml:"rules"`
+	Commands    *command.Config     `yaml:"commands"`
 }
 
 type roleYAML struct {
@@ -134,7 +138,7 @@ type ruleYAML struct {
 
 var (
 	builtinKeys = []string{"version", "default_mode", "roles", "modes", "rules"}
-	fileKeys    = []string{"version", "rules"}
+	fileKeys    = []string{"version", "rules", "commands"}
 	ruleKeys    = []string{"id", "when", "decision", "message", "hint"}
 )
 
@@ -208,7 +212,7 @@ func readDoc(data []byte, name string, isBuiltin bool) (*doc, error) {
 			if isBuiltin {
 				return nil, perr(k.Line, nil, "unknown key %q: want %s", k.Value, strings.Join(allowed, ", "))
 			}
-			return nil, perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version and rules", k.Value)
+			return nil, perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules and commands", k.Value)
 		}
 		d.lines[k.Value] = k.Line
 		switch k.Value {
@@ -351,6 +355,7 @@ func compileBuiltin(data []byte, name string) (*compiled, error) {
 		return nil, perr("default_mode", "default_mode %q is not DefaultMode (%q)", c.defaultMode, DefaultMode)
 	}
 
+	c.commands = command.Default()
 	c.describe()
 	env, err := newEnv()
 	if err != nil {
@@ -380,6 +385,11 @@ func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
 	}
 	c := *base
 	c.rules = append(slices.Clip(base.rules), rules...)
+	if d.file.Commands != nil {
+		if c.commands, err = command.Compile(d.file.Commands); err != nil {
+			return nil, &ParseError{File: name, Line: d.lines["commands"], Msg: err.Error(), Err: err}
+		}
+	}
 	c.effective = c.render()
 	return &c, nil
 }

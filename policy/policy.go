@@ -38,6 +38,8 @@
 package policy
 
 import (
+	"airlock.dev/airlock/command"
+
 	"context"
 	_ "embed"
 	"fmt"
@@ -228,6 +230,17 @@ func (p *Policy) Effective() []byte {
 		return []byte("# no policy is loaded: every call is denied\n{}\n")
 	}
 	return append([]byte(nil), p.c.effective...)
+}
+
+// Commands returns the command policy that judges shell command lines:
+// the built-in rules plus the policy file's commands section (deny, ask
+// and allow lists; see command.Config). The zero Policy returns nil, which
+// denies every command.
+func (p *Policy) Commands() *command.Policy {
+	if p == nil || p.c == nil {
+		return nil
+	}
+	return p.c.commands
 }
 
 // Decide returns the decision for one call. It is safe for concurrent use;

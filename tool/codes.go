@@ -28,8 +28,11 @@ const (
 	CodeInvalidPattern    Code = "invalid_pattern"
 	CodeUnknownKey        Code = "unknown_key"
 
-	// Commands.
-	CodeCommandDenied      Code = "command_denied"      // the command policy refuses the command line
-	CodeCommandParse       Code = "command_parse_error" // the command line is not valid bash; it is refused
-	CodeSandboxUnavailable Code = "sandbox_unavailable" // the sandbox lacks an isolation layer it needs here; nothing ran
+	// Commands (the codes of package command, as the gate passes them on).
+	CodeCommandDenied      Code = "command_denied"         // the command policy refuses the command line
+	CodeCommandParse       Code = "command_parse_error"    // the command line is not valid bash; it is refused
+	CodeCommandTooLong     Code = "command_too_long"       // over command.MaxScriptBytes or MaxArgs
+	CodeCommandTooComplex  Code = "command_too_complex"    // over command.MaxDepth, MaxCommands or MaxNesting
+	CodeCommandInternal    Code = "command_internal_error" // the command check itself failed; the command is refused
+	CodeSandboxUnavailable Code = "sandbox_unavailable"    // the sandbox lacks an isolation layer it needs here; nothing ran
 )

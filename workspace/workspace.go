@@ -149,8 +149,14 @@ func Open(dir string, opts *Options) (*Workspace, error) {
 	return &Workspace{dir: abs, root: root, opts: o}, nil
 }
 
-// Dir returns the absolute path of the workspace directory.
-func (w *Workspace) Dir() string { return w.dir }
+// Dir returns the absolute path of the workspace directory; "" for a nil
+// Workspace.
+func (w *Workspace) Dir() string {
+	if w == nil {
+		return ""
+	}
+	return w.dir
+}
 
 // Close releases the workspace. Every method fails afterwards.
 func (w *Workspace) Close() error { return w.root.Close() }

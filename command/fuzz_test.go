@@ -1,0 +1,119 @@
+package command
+
+import (
+	"strings"
+	"testing"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// FuzzCheck feeds any text to Check, and its fields to CheckArgv: neither
+// may panic (the recover at the API boundary would show as deny:internal),
+// every verdict is one of the three, and every refusal says why and what to
+// do. Seeds are in testdata/fuzz/FuzzCheck.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{
+		"rm -rf /", "'r''m' -rf /", "echo cm0gLXJmIC8= | base64 -d | sh", ":(){ :|:& };:",
+		"sh -c 'bash -c \"rm -rf /\"'", "find / -exec rm {} \\;", "cat <<EOF\n$(ls)\nEOF",
+		"x=$(a ${b:-$(c)} <(d) `e`)", "for ((i=0;i<3;i++)); do echo $i; done", "case $x in a|b) ;; esac",
+		"ls > /etc/x 2>&1 <<< $y", "$'\\x72\\u006d' -rf ~/x", "env -i A=1 nice -n 5 xargs -I{} rm {}",
+	} {
+		f.Add(s)
+	}
+	p, err := Compile(&Config{Deny: []Entry{{Name: "terraform"}}, Ask: []Entry{{Name: "make"}}, Allow: []Entry{{Name: "curl"}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, script string) {
+		check := func(what string, d Decision) {
+			if d.Rule == "deny:internal" {
+				t.Fatalf("%s panicked inside the check: %q", what, script)
+			}
+			if d.Verdict != Allow && d.Verdict != Ask && d.Verdict != Deny {
+				t.Fatalf("%s: verdict %v", what, d.Verdict)
+			}
+			if d.Rule == "" {
+				t.Fatalf("%s: no rule: %+v", what, d)
+			}
+			if d.Verdict != Allow && (d.Code == "" || d.Message == "" || d.Hint == "") {
+				t.Fatalf("%s: %v without code, message or hint: %+v", what, d.Verdict, d)
+			}
+			if d.Verdict == Allow && d.Code != "" {
+				t.Fatalf("%s: allow with a code: %+v", what, d)
+			}
+		}
+		check("Check", p.Check(script, nil))
+		check("Check with a workspace", Default().Check(script, &Options{Workspace: "/w"}))
+		check("CheckArgv", p.CheckArgv(strings.Fields(script), nil))
+	})
+}
+
+// TestFuzzCrashers keeps inputs that once broke the check.
+func TestFuzzCrashers(t *testing.T) {
+	for _, s := range []string{
+		"IFS=,;x=rm,-rf,/;$x", // a nil *ArrayExpr in an interface
+		"a=() b",
+		"declare -a x=(1 2)",
+		"[",
+		"{}",
+		"rm ~-", // a tilde prefix sliced after the word was cut
+	} {
+		if d := Default().Check(s, nil); d.Rule == "deny:internal" {
+			t.Errorf("Check(%q) panicked", s)
+		}
+	}
+}
+
+// FuzzWords cross-checks quote removal against mvdan.cc/sh's own expander
+// (expand.Fields, which does what bash does to a command's arguments): for
+// every word of a simple command whose value the check takes as known, the
+// value must be the one the expander gives. Seeds are in
+// testdata/fuzz/FuzzWords.
+func FuzzWords(f *testing.F) {
+	for _, s := range []string{
+		`'r''m' \rm "r"m r\m $'\x72\155' $"rm" "a\"b\\c\$d" 'a\b' a\ b "$(x)" x\
+y`,
+		`echo "it's" 'say "hi"' \' \" \\ $'\t\n\a\e\cA\u00e9\U0001F600\0101\x4' $'\z'`,
+		`ls -la --color=auto a=b [ ] {} {x} ~ ~/x ~root a~b`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, script string) {
+		if len(script) > 4096 {
+			return
+		}
+		file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+		if err != nil {
+			return
+		}
+		c := Default().newChecker(nil)
+		cfg := &expand.Config{Env: expand.ListEnviron("HOME=/home/fuzz")}
+		syntax.Walk(file, func(n syntax.Node) bool {
+			call, ok := n.(*syntax.CallExpr)
+			if !ok {
+				return true
+			}
+			for _, w := range call.Args {
+				a := c.wordArg(w)
+				if !a.exact() || strings.HasPrefix(a.lit, "~") {
+					continue
+				}
+				// bash's $'\cX' (a control character) is one escape the
+				// expander does not decode.
+				if strings.Contains(printWord(w), `\c`) {
+					continue
+				}
+				fields, err := expand.Fields(cfg, w)
+				if err != nil || len(fields) != 1 {
+					continue
+				}
+				got := fields[0]
+				if got != a.lit {
+					t.Errorf("word %q: the check reads %q, the expander %q", printWord(w), a.lit, got)
+				}
+			}
+			return true
+		})
+	})
+}

@@ -1,0 +1,327 @@
+package command
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// finding is one reason for a verdict about one command.
+type finding struct {
+	v               Verdict
+	rule, msg, hint string
+}
+
+// cmd is one simple command being judged, after its name is resolved.
+type cmd struct {
+	c       *checker
+	name    string // resolved: "rm" for /bin/rm, the path itself for ./x
+	args    []arg  // args[0] is the command word as written
+	f       *frame
+	trusted bool      // the name is not a program outside the system's directories
+	cls     finding   // what the name says (ask:network, allow:inspect, ...)
+	extra   []finding // what the arguments say (paths outside, ...), in order
+	done    bool      // a handler reported for itself; finish does nothing
+}
+
+// systemDirs hold the programs whose names the rules know; /usr/bin/rm is
+// rm, while /opt/x/ls may be anything.
+var systemDirs = map[string]bool{
+	"/bin": true, "/usr/bin": true, "/sbin": true, "/usr/sbin": true,
+	"/usr/local/bin": true, "/usr/local/sbin": true,
+}
+
+// simple judges one simple command: args[0] is its name as written.
+func (c *checker) simple(args []arg, f *frame) {
+	if c.stop || len(args) == 0 {
+		return
+	}
+	c.count++
+	if c.count > MaxCommands {
+		c.limit(f, CodeTooComplex, "MaxCommands",
+			fmt.Sprintf("the script runs more than %d commands (MaxCommands)", MaxCommands),
+			"Split the work into several shorter commands")
+		return
+	}
+	a0 := args[0]
+	if !a0.exact() {
+		c.found(f, Deny, "deny:dynamic-command", "", display(a0.text, args), dynamicWhy(a0),
+			"Write the command's name literally, as in rm -r build, not through variables, substitutions, braces or globs")
+		return
+	}
+	name, trusted := a0.lit, true
+	if strings.Contains(name, "/") && strings.HasPrefix(path.Clean(name), "/") {
+		dir, base := path.Split(path.Clean(name))
+		name, trusted = base, systemDirs[strings.TrimSuffix(dir, "/")]
+		if base == "" {
+			name = a0.lit
+		}
+	}
+	if c.argChecks(args, name, display(name, args), f) {
+		return
+	}
+	x := &cmd{c: c, name: name, args: args, f: f, trusted: trusted}
+	switch {
+	case strings.Contains(name, "/"):
+		// ./x, bin/x, ~/x: a program of the workspace or elsewhere, whose
+		// name means nothing to the rules.
+		x.cls = finding{Ask, "ask:unknown", name + " is a program the policy does not know",
+			"Ask the user to approve it, or to add it to the commands policy"}
+	case !f.noFuncs && c.funcs[name] != nil:
+		if f.fn == name && (f.pipeline || f.background) {
+			c.found(f, Deny, "deny:fork-bomb", name, display(name, args),
+				"the function "+name+" starts copies of itself in a pipeline or in the background: a fork bomb",
+				"Do not make a function start itself; run the work once")
+			return
+		}
+		// The body was judged where it was declared; a call from another
+		// directory judges it again there. A function runs in the
+		// caller's shell, so its cd stays.
+		if fn := c.funcs[name]; fn.walked && !fn.active {
+			if fn.dir == c.cwd {
+				c.cwd = fn.after
+			} else {
+				body := *f
+				body.fn, body.pipeline, body.background, body.piped, body.fed = name, false, false, false, ""
+				fn.active = true
+				c.stmt(fn.body, body)
+				fn.active = false
+				if c.stop {
+					return
+				}
+			}
+		}
+		x.cls = finding{v: Allow, rule: "allow:function"}
+	default:
+		if h, ok := handlers[name]; ok {
+			h(x)
+		} else {
+			x.classify()
+		}
+	}
+	if !x.done {
+		x.finish()
+	}
+}
+
+func dynamicWhy(a arg) string {
+	switch {
+	case a.braces:
+		return "the command's name comes from a brace expansion (" + a.text + "), so what runs is only known when it runs"
+	case a.glob:
+		return "the command's name is a glob (" + a.text + "), so what runs depends on the files present"
+	}
+	return "the command's name is only known when it runs (" + a.text + ")"
+}
+
+// finish combines what the name and the arguments say with the policy
+// file's entries, and reports the command's decision.
+func (x *cmd) finish() {
+	c := x.c
+	shown := display(x.name, x.args)
+	if !x.trusted {
+		shown = display(x.args[0].lit, x.args)
+	}
+	var deny, ask, allow *entry
+	for _, key := range x.keys() {
+		for _, e := range c.p.user[key] {
+			switch e.verdict {
+			case Deny:
+				if deny == nil {
+					deny = e
+				}
+			case Ask:
+				if ask == nil {
+					ask = e
+				}
+			case Allow:
+				if allow == nil {
+					allow = e
+				}
+			}
+		}
+	}
+	if deny != nil {
+		c.found(x.f, Deny, deny.id, x.name, shown, deny.message(shown), deny.hint)
+		return
+	}
+	cls := x.cls
+	if allow != nil && cls.v == Ask {
+		cls = finding{v: Allow, rule: allow.id}
+	}
+	final := cls
+	for _, e := range x.extra {
+		if e.v.severer(final.v) {
+			final = e
+		}
+	}
+	if ask != nil && final.v == Allow {
+		final = finding{Ask, ask.id, ask.message(shown), ask.hint}
+	}
+	if final.v == Allow && !x.trusted && allow == nil {
+		final = finding{Ask, "ask:unknown", "runs " + x.args[0].lit + ", not the system's " + x.name,
+			"Call " + x.name + " by its name, or ask the user to approve this program"}
+	}
+	c.found(x.f, final.v, final.rule, x.name, shown, final.msg, final.hint)
+}
+
+// keys are the names a policy file entry may give this command: the name,
+// and the name with its subcommand ("git push").
+func (x *cmd) keys() []string {
+	if sub := x.sub(); sub != "" {
+		return []string{x.name, x.name + " " + sub}
+	}
+	return []string{x.name}
+}
+
+// sub is the command's subcommand: its first operand, past the options
+// (and, for git, past the global options that take a value).
+func (x *cmd) sub() string {
+	spec := optSpec{stop: true}
+	if x.name == "git" {
+		spec.short, spec.long = "Cc", []string{"--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}
+	}
+	p := parseOpts(x.args, 1, spec)
+	if p.end < len(x.args) && x.args[p.end].exact() {
+		return x.args[p.end].lit
+	}
+	return ""
+}
+
+func (x *cmd) set(v Verdict, rule, msg, hint string) { x.cls = finding{v, rule, msg, hint} }
+
+func (x *cmd) add(v Verdict, rule, msg, hint string) {
+	x.extra = append(x.extra, finding{v, rule, msg, hint})
+}
+
+// inner judges the command a wrapper runs, args[from:]. The wrapper itself
+// is allowed: what it runs decides.
+func (x *cmd) inner(from int, noFuncs bool) {
+	x.set(Allow, "allow:wrapper", "", "")
+	if from >= len(x.args) {
+		return
+	}
+	f := *x.f
+	f.noFuncs = noFuncs
+	x.c.simple(x.args[from:], &f)
+}
+
+// nestedScript judges a literal script a command runs: sh -c SCRIPT, trap
+// SCRIPT.
+func (x *cmd) nestedScript(a arg, what string) {
+	if !a.exact() {
+		x.set(Deny, "deny:dynamic-command", what+" is only known when it runs ("+a.text+")",
+			"Give the script literally, in single quotes")
+		return
+	}
+	if x.f.depth+1 > MaxDepth {
+		x.done = true
+		x.c.limit(x.f, CodeTooComplex, "MaxDepth",
+			fmt.Sprintf("scripts nest more than %d deep (MaxDepth)", MaxDepth),
+			"Run the inner command directly instead of wrapping it in more shells")
+		return
+	}
+	x.set(Allow, "allow:wrapper", "", "")
+	restore := x.c.keepCwd()
+	x.c.script(a.lit, x.f.depth+1, x.f.pos)
+	restore()
+}
+
+// path kinds for checkPath.
+const (
+	writes   = false
+	destroys = true
+)
+
+// checkPath adds what writing to (or deleting) the path a means.
+func (x *cmd) checkPath(a arg, destroy bool) {
+	pl, shown := x.c.locate(a)
+	verb := "write to"
+	if destroy {
+		verb = "delete or change"
+	}
+	switch pl {
+	case outside:
+		hint := "Write only inside the workspace (" + x.c.ws + ") or /tmp"
+		if destroy {
+			hint = "Delete or change only paths inside the workspace (" + x.c.ws + ")"
+		}
+		x.add(Deny, "deny:destructive-outside",
+			fmt.Sprintf("%s would %s %s, outside the workspace", x.name, verb, shown), hint)
+	case unknown:
+		if destroy {
+			x.add(Deny, "deny:destructive-outside",
+				fmt.Sprintf("%s would %s %s, which is only known when it runs", x.name, verb, shown),
+				"Name the paths literally, inside the workspace, as in rm -r build")
+		} else {
+			x.add(Ask, "ask:dynamic-path",
+				fmt.Sprintf("%s would %s %s, which is only known when it runs", x.name, verb, shown),
+				"Name the paths literally, inside the workspace")
+		}
+	}
+}
+
+func (x *cmd) checkPaths(idx []int, destroy bool) {
+	for _, i := range idx {
+		x.checkPath(x.args[i], destroy)
+	}
+}
+
+// redirect checks where a redirection reads or writes.
+func (c *checker) redirect(r *syntax.Redirect, name string, f *frame) {
+	if r.Hdoc != nil {
+		c.nested(r.Hdoc, f)
+	}
+	if r.Word == nil {
+		return
+	}
+	c.nested(r.Word, f)
+	if c.stop {
+		return
+	}
+	var write bool
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
+		syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+		write = true
+	case syntax.RdrIn:
+	case syntax.DplIn, syntax.DplOut:
+		if l := r.Word.Lit(); l == "-" || isFD(strings.TrimSuffix(l, "-")) {
+			return
+		}
+		write = r.Op == syntax.DplOut
+	default: // here-documents and here-strings: their words hold no path
+		return
+	}
+	a := c.wordArg(r.Word)
+	op := r.Op.String()
+	shown := op + " " + a.text
+	if c.argChecks([]arg{a}, name, shown, f) {
+		return
+	}
+	if !write {
+		return
+	}
+	x := &cmd{c: c, name: name, args: []arg{{text: name}, a}, f: f}
+	if name == "" {
+		x.name = "the redirection"
+	}
+	x.checkPath(a, writes)
+	for _, e := range x.extra {
+		c.found(f, e.v, e.rule, name, shown, strings.Replace(e.msg, x.name+" would write to", "the redirection "+op+" would write to", 1), e.hint)
+	}
+}
+
+func isFD(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

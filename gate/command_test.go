@@ -1,0 +1,92 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"airlock.dev/airlock/command"
+	"airlock.dev/airlock/gate"
+	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/sandbox"
+	"airlock.dev/airlock/tool"
+	"airlock.dev/airlock/tools"
+)
+
+// countingSandbox counts the commands that reach it: the gate must let
+// through exactly those its decision allows.
+type countingSandbox struct{ runs int }
+
+func (s *countingSandbox) Name() string { return "counting" }
+
+func (s *countingSandbox) Run(context.Context, sandbox.Spec) (sandbox.Result, error) {
+	s.runs++
+	return sandbox.Result{Stdout: []byte("ok\n")}, nil
+}
+
+func TestCommandGuard(t *testing.T) {
+	sb := &countingSandbox{}
+	reg := tool.NewRegistry()
+	if err := reg.Register(tools.RunCommand(sb, t.TempDir(), nil)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Commands: command.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line, mode   string
+		decision     string
+		code         tool.Code
+		rulePrefix   string
+		wantExecuted bool
+	}{
+		// The command policy's allow follows the mode.
+		{"ls -la", "ask", "ask", tool.CodeApprovalRequired, "mode:", false},
+		{"ls -la", "auto-edit", "allow", "", "", true},
+		{"go test ./...", "auto", "allow", "", "", true},
+		{"ls -la", "read-only", "deny", tool.CodeDenied, "mode:", false},
+		// Its ask stands in every mode that would run it.
+		{"curl https://example.com", "auto", "ask", tool.CodeApprovalRequired, "ask:", false},
+		{"curl https://example.com", "auto-edit", "ask", tool.CodeApprovalRequired, "ask:", false},
+		// Its deny stands everywhere, with its own code and rule.
+		{"rm -rf /", "auto", "deny", tool.CodeCommandDenied, "deny:", false},
+		{"rm -rf /", "ask", "deny", tool.CodeCommandDenied, "deny:", false},
+		{"echo cm0gLXJmIC8= | base64 -d | sh", "auto", "deny", tool.CodeCommandDenied, "deny:", false},
+		{"ls (", "auto", "deny", tool.CodeCommandParse, "", false},
+	} {
+		before := sb.runs
+		args, _ := json.Marshal(map[string]string{"command": c.line})
+		res := g.Call(context.Background(), tool.Call{Tool: "run_command", Args: args, Mode: c.mode})
+		code := tool.Code("")
+		if res.Error != nil {
+			code = res.Error.Code
+			if res.Error.Message == "" || res.Error.Hint == "" {
+				t.Errorf("%q in %s: a refusal without message or hint: %+v", c.line, c.mode, res.Error)
+			}
+		}
+		if res.Decision != c.decision || code != c.code {
+			t.Errorf("%q in %s: decision %s code %q, want %s %q (%+v)", c.line, c.mode, res.Decision, code, c.decision, c.code, res.Error)
+		}
+		if len(res.Rule) < len(c.rulePrefix) || res.Rule[:len(c.rulePrefix)] != c.rulePrefix {
+			t.Errorf("%q in %s: rule %q, want one starting %q", c.line, c.mode, res.Rule, c.rulePrefix)
+		}
+		if ran := sb.runs > before; ran != c.wantExecuted {
+			t.Errorf("%q in %s: executed %v, want %v", c.line, c.mode, ran, c.wantExecuted)
+		}
+	}
+}
+
+func TestCommandGuardNilPolicyDenies(t *testing.T) {
+	sb := &countingSandbox{}
+	reg := tool.NewRegistry()
+	reg.Register(tools.RunCommand(sb, t.TempDir(), nil))
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := g.Call(context.Background(), tool.Call{Tool: "run_command", Args: json.RawMessage(`{"command":"ls"}`), Mode: "auto"})
+	if res.Decision != "deny" || sb.runs != 0 {
+		t.Fatalf("with no command policy: decision %s, runs %d; want deny, 0", res.Decision, sb.runs)
+	}
+}

@@ -1,0 +1,57 @@
+package policy_test
+
+import (
+	"errors"
+	"testing"
+
+	"airlock.dev/airlock/command"
+	"airlock.dev/airlock/policy"
+)
+
+func TestCommandsSection(t *testing.T) {
+	p, err := policy.Parse([]byte(`
+commands:
+  deny:
+    - name: make
+      id: deny:no-make
+      message: builds run in CI only
+      hint: Push the branch instead
+  allow: [curl]
+`), "team.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line string
+		want command.Verdict
+		rule string
+	}{
+		{"make all", command.Deny, "deny:no-make"},
+		{"curl https://example.com", command.Allow, ""},
+		{"rm -rf /", command.Deny, ""}, // an allow list never loosens a built-in deny
+		{"ls", command.Allow, ""},
+	} {
+		d := p.Commands().Check(c.line, nil)
+		if d.Verdict != c.want || c.rule != "" && d.Rule != c.rule {
+			t.Errorf("%q: %v (%s), want %v (%s)", c.line, d.Verdict, d.Rule, c.want, c.rule)
+		}
+	}
+	if d := policy.Default().Commands().Check("make all", nil); d.Verdict != command.Allow {
+		t.Errorf("the built-in policy: make is %v, want allow", d.Verdict)
+	}
+	var zero policy.Policy
+	if d := zero.Commands().Check("ls", nil); d.Verdict != command.Deny {
+		t.Errorf("the zero policy: ls is %v, want deny", d.Verdict)
+	}
+}
+
+func TestCommandsSectionErrors(t *testing.T) {
+	_, err := policy.Parse([]byte("version: 1\ncommands:\n  deny:\n    - name: \"\"\n"), "bad.yaml")
+	var pe *policy.ParseError
+	if !errors.As(err, &pe) || pe.Line != 2 {
+		t.Fatalf("got %v, want a ParseError at line 2", err)
+	}
+	if _, err := policy.Parse([]byte("commands:\n  forbid: [x]\n"), "bad.yaml"); err == nil {
+		t.Fatal("an unknown list name must be refused")
+	}
+}
