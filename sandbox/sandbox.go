@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -161,7 +162,8 @@ func (l Limits) Check() error {
 		{"Output", l.Output, 0, MaxOutput},
 	} {
 		if c.v < c.lo || c.v > c.hi {
-			return fmt.Errorf("%w: Limits.%s %d is out of range (at most %d; 0 means the default)", ErrInvalidSpec, c.name, c.v, c.hi)
+			return Invalid(fmt.Sprintf("Limits.%s %d is out of range", c.name, c.v),
+				fmt.Sprintf("give at most %d, or 0 for the default", c.hi))
 		}
 	}
 	return nil
@@ -171,7 +173,7 @@ func (l Limits) Check() error {
 // backend looks at it.
 func (s *Spec) Check() error {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
-		return fmt.Errorf("%w: Argv is empty: give the command to run", ErrInvalidSpec)
+		return Invalid("Argv is empty", "give the command to run as Argv[0]")
 	}
 	n := 0
 	for _, a := range s.Argv {
@@ -181,22 +183,37 @@ func (s *Spec) Check() error {
 		n += len(e) + 1
 	}
 	if n > MaxArgvBytes {
-		return fmt.Errorf("%w: argv and environment are %d bytes, over MaxArgvBytes (%d)", ErrInvalidSpec, n, MaxArgvBytes)
+		return Invalid(fmt.Sprintf("argv and environment are %d bytes, over MaxArgvBytes (%d)", n, MaxArgvBytes),
+			"pass large inputs through Stdin or a workspace file")
 	}
 	for _, s := range append(s.Argv, s.Env...) {
 		for i := 0; i < len(s); i++ {
 			if s[i] == 0 {
-				return fmt.Errorf("%w: argv or environment holds a NUL byte", ErrInvalidSpec)
+				return Invalid("argv or environment holds a NUL byte", "remove the NUL byte")
 			}
 		}
 	}
 	if len(s.Stdin) > MaxStdin {
-		return fmt.Errorf("%w: Stdin is %d bytes, over MaxStdin (%d)", ErrInvalidSpec, len(s.Stdin), MaxStdin)
+		return Invalid(fmt.Sprintf("Stdin is %d bytes, over MaxStdin (%d)", len(s.Stdin), MaxStdin),
+			"write large inputs to a workspace file instead")
 	}
 	switch s.Network {
 	case "", NetworkNone:
 	default:
-		return fmt.Errorf("%w: Network %q: only %q is supported", ErrInvalidSpec, s.Network, NetworkNone)
+		return Invalid(fmt.Sprintf("Network %q is not supported", s.Network), fmt.Sprintf("use %q", NetworkNone))
+	}
+	if s.Workspace != "" && !filepath.IsAbs(s.Workspace) {
+		return Invalid(fmt.Sprintf("Workspace %q is not an absolute path", s.Workspace), "give the workspace's absolute host path")
+	}
+	if s.Dir != "" && !filepath.IsLocal(s.Dir) {
+		return Invalid(fmt.Sprintf("Dir %q is not a relative path inside the workspace", s.Dir),
+			"give a path relative to the workspace, without .. or a leading /")
+	}
+	for _, p := range s.ReadOnlyPaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+			return Invalid(fmt.Sprintf("ReadOnlyPaths entry %q is not a clean absolute path below /", p),
+				"give clean absolute host paths such as /opt/tool")
+		}
 	}
 	return s.Limits.Check()
 }
@@ -275,6 +292,51 @@ func (r *Result) Has(l Layer) bool {
 		}
 	}
 	return false
+}
+
+// The codes of Error.
+const (
+	CodeInvalidSpec = "invalid_spec"
+	CodeUnavailable = "sandbox_unavailable"
+)
+
+// Error is a refusal as a value: a stable snake_case Code, a Message saying
+// what is wrong and a Hint saying what to do instead. errors.Is matches it
+// against ErrInvalidSpec or ErrUnavailable by its Code.
+type Error struct {
+	Code    string
+	Layer   Layer // the layer missing, for CodeUnavailable
+	Message string
+	Hint    string
+}
+
+func (e *Error) Error() string {
+	msg := "sandbox: " + e.Code + ": " + e.Message
+	if e.Layer != "" {
+		msg = "sandbox: " + e.Code + ": layer " + string(e.Layer) + ": " + e.Message
+	}
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrInvalidSpec) and errors.Is(err, ErrUnavailable)
+// hold for an *Error of the matching code.
+func (e *Error) Is(target error) bool {
+	return target == ErrInvalidSpec && e.Code == CodeInvalidSpec ||
+		target == ErrUnavailable && e.Code == CodeUnavailable
+}
+
+// Invalid is the refusal of a bad Spec.
+func Invalid(message, hint string) error {
+	return &Error{Code: CodeInvalidSpec, Message: message, Hint: hint}
+}
+
+// Unavailable is the refusal of a Spec needing a layer the backend cannot
+// apply here.
+func Unavailable(layer Layer, message, hint string) error {
+	return &Error{Code: CodeUnavailable, Layer: layer, Message: message, Hint: hint}
 }
 
 var (

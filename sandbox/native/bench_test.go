@@ -1,0 +1,60 @@
+package native
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"airlock.dev/airlock/sandbox"
+)
+
+// BenchmarkRunTrue is the latency of one sandboxed `true`, every layer on.
+func BenchmarkRunTrue(b *testing.B) {
+	benchRun(b, nil)
+}
+
+// BenchmarkLayers measures what each layer costs: `true` with that one
+// layer switched off (through the unexported skip set, which no
+// production path can reach), against all of them on.
+func BenchmarkLayers(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		skip []sandbox.Layer
+	}{
+		{"all", nil},
+		{"no-seccomp", []sandbox.Layer{sandbox.LayerSeccomp}},
+		{"no-landlock", []sandbox.Layer{sandbox.LayerLandlock}},
+		{"no-cgroups", []sandbox.Layer{sandbox.LayerCgroupMem, sandbox.LayerCgroupPids}},
+		{"no-cgroupns", []sandbox.Layer{sandbox.LayerCgroupNS}},
+		{"no-netns", []sandbox.Layer{sandbox.LayerNetNS}},
+		{"no-ipc-uts-ns", []sandbox.Layer{sandbox.LayerIPCNS, sandbox.LayerUTSNS}},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchRun(b, c.skip) })
+	}
+}
+
+func benchRun(b *testing.B, skip []sandbox.Layer) {
+	sb, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb.skip = map[sandbox.Layer]bool{}
+	for _, l := range skip {
+		sb.skip[l] = true
+	}
+	ws := b.TempDir()
+	spec := sandbox.Spec{Argv: []string{"true"}, Workspace: ws}
+	var d []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		r, err := sb.Run(context.Background(), spec)
+		if err != nil || r.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, r)
+		}
+		d = append(d, time.Since(start))
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "ms-median")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "ms-p99")
+}

@@ -1,0 +1,334 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroupSystem is where the memory and pids controllers live on this host,
+// found once at New: each on cgroup v1 (its own hierarchy) or on v2, and
+// the v2 hierarchy, if any, for cgroup.kill.
+type cgroupSystem struct {
+	mem, pids   hierarchy
+	unified     hierarchy // v2, for cgroup.kill; may carry no controllers
+	unifiedKill bool
+}
+
+// hierarchy is one mounted cgroup hierarchy and this process's place in it.
+type hierarchy struct {
+	mount string // "" when absent
+	self  string // this process's cgroup, relative to mount
+	v2    bool
+}
+
+func (h hierarchy) ok() bool { return h.mount != "" }
+
+// parent is the directory under which a run's cgroups are made: airlock's
+// own subtree of this process's cgroup, so that the limits of the cgroup
+// airlock itself runs in still bound every sandbox.
+func (h hierarchy) parent() string { return filepath.Join(h.mount, h.self, cgroupDirName) }
+
+// cgroupDirName names airlock's subtree in each hierarchy.
+const cgroupDirName = "airlock"
+
+// detectCgroups reads /proc/self/mountinfo and /proc/self/cgroup, keeping
+// only hierarchies mounted under root.
+func detectCgroups(root string) cgroupSystem {
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	self := parseProcCgroup(b)
+	b, _ = os.ReadFile("/proc/self/mountinfo")
+	var cs cgroupSystem
+	for _, m := range parseMountinfo(b, root) {
+		switch m.fstype {
+		case "cgroup2":
+			h := hierarchy{mount: m.point, self: self[""], v2: true}
+			cs.unified = h
+			cs.unifiedKill = exists(filepath.Join(m.point, self[""], "cgroup.kill"))
+			ctrl, _ := os.ReadFile(filepath.Join(m.point, self[""], "cgroup.controllers"))
+			for _, c := range strings.Fields(string(ctrl)) {
+				switch {
+				case c == "memory" && !cs.mem.ok():
+					cs.mem = h
+				case c == "pids" && !cs.pids.ok():
+					cs.pids = h
+				}
+			}
+		case "cgroup":
+			// A v1 hierarchy wins over v2 for its controller: on a hybrid
+			// host the controllers are bound to v1.
+			for _, o := range strings.Split(m.superOpts, ",") {
+				switch o {
+				case "memory":
+					cs.mem = hierarchy{mount: m.point, self: self["memory"]}
+				case "pids":
+					cs.pids = hierarchy{mount: m.point, self: self["pids"]}
+				}
+			}
+		}
+	}
+	return cs
+}
+
+// cgroupMount is one cgroup filesystem of mountinfo.
+type cgroupMount struct {
+	point, fstype, superOpts string
+}
+
+// parseMountinfo lists the cgroup and cgroup2 mounts at or under root.
+// Lines it cannot read are skipped.
+func parseMountinfo(b []byte, root string) []cgroupMount {
+	root = filepath.Clean(root)
+	var out []cgroupMount
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		fields := strings.Fields(line)
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+3 >= len(fields) {
+			continue
+		}
+		m := cgroupMount{point: fields[4], fstype: fields[sep+1], superOpts: fields[sep+3]}
+		if m.fstype != "cgroup" && m.fstype != "cgroup2" {
+			continue
+		}
+		if root != "/" && m.point != root && !strings.HasPrefix(m.point, root+"/") {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// parseProcCgroup maps each controller of /proc/self/cgroup to this
+// process's cgroup; "" is the v2 hierarchy.
+func parseProcCgroup(b []byte) map[string]string {
+	self := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			self[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			self[c] = parts[2]
+		}
+	}
+	return self
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// runCgroup is the cgroups of one run.
+type runCgroup struct {
+	mem, pids, kill string // directories; "" when not made
+	memV2, pidsV2   bool
+	made            []string // to remove, deepest last
+}
+
+// newRunCgroup makes the run's cgroups and sets the limits. A controller
+// that cannot be set up is reported in the error's order: memory, pids.
+// The v2 directory for cgroup.kill is best effort: the PID namespace kills
+// the tree anyway.
+func (cs *cgroupSystem) newRunCgroup(id string, memory int64, pids int, wantMem, wantPids bool) (rc *runCgroup, memErr, pidsErr error) {
+	rc = &runCgroup{}
+	if wantMem {
+		memErr = rc.makeMem(cs.mem, id, memory)
+	}
+	if wantPids {
+		pidsErr = rc.makePids(cs.pids, id, pids)
+	}
+	if cs.unified.ok() && cs.unifiedKill {
+		dir := filepath.Join(cs.unified.parent(), id)
+		if rc.mkdir(cs.unified.parent(), dir) == nil {
+			rc.kill = dir
+		}
+	}
+	return rc, memErr, pidsErr
+}
+
+func (rc *runCgroup) mkdir(parent, dir string) error {
+	// On cgroup v2 the controllers and cgroup.kill share one directory.
+	if slices.Contains(rc.made, dir) {
+		return nil
+	}
+	var err error
+	// Twice: another run may remove the shared parent between the two
+	// mkdirs, when it leaves last.
+	for range 2 {
+		if err = os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if err = os.Mkdir(dir, 0o755); err == nil {
+			rc.made = append(rc.made, dir)
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return err
+}
+
+// enable turns the controller on for airlock's v2 subtree; it works where
+// this process's own cgroup delegates it (cgroup.subtree_control), and the
+// write of the limit then says whether it did.
+func enable(h hierarchy, controller string) {
+	if h.v2 {
+		write(h.parent(), "cgroup.subtree_control", "+"+controller)
+	}
+}
+
+func (rc *runCgroup) makeMem(h hierarchy, id string, memory int64) error {
+	if !h.ok() {
+		return errors.New("no memory cgroup controller is mounted")
+	}
+	dir := filepath.Join(h.parent(), id)
+	if err := rc.mkdir(h.parent(), dir); err != nil {
+		return err
+	}
+	enable(h, "memory")
+	rc.mem, rc.memV2 = dir, h.v2
+	v := strconv.FormatInt(memory, 10)
+	if h.v2 {
+		if err := write(dir, "memory.max", v); err != nil {
+			return err
+		}
+		// No swap: the limit is the memory the tree may hold.
+		write(dir, "memory.swap.max", "0")
+		return nil
+	}
+	if err := write(dir, "memory.limit_in_bytes", v); err != nil {
+		return err
+	}
+	if exists(filepath.Join(dir, "memory.memsw.limit_in_bytes")) {
+		write(dir, "memory.memsw.limit_in_bytes", v)
+	}
+	return nil
+}
+
+func (rc *runCgroup) makePids(h hierarchy, id string, pids int) error {
+	if !h.ok() {
+		return errors.New("no pids cgroup controller is mounted")
+	}
+	dir := filepath.Join(h.parent(), id)
+	if err := rc.mkdir(h.parent(), dir); err != nil {
+		return err
+	}
+	enable(h, "pids")
+	rc.pids, rc.pidsV2 = dir, h.v2
+	return write(dir, "pids.max", strconv.Itoa(pids))
+}
+
+func write(dir, file, v string) error {
+	return os.WriteFile(filepath.Join(dir, file), []byte(v), 0)
+}
+
+// add moves pid (the init, before it runs anything) into every cgroup.
+func (rc *runCgroup) add(pid int) error {
+	var done []string
+	for _, d := range []string{rc.mem, rc.pids, rc.kill} {
+		if d == "" || slices.Contains(done, d) {
+			continue
+		}
+		done = append(done, d)
+		if err := write(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("moving the init into %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// killAll kills every process in the run's cgroups: cgroup.kill where the
+// kernel has it, else SIGKILL to each pid listed (the PID namespace's end
+// catches any that fork meanwhile).
+func (rc *runCgroup) killAll() {
+	if rc.kill != "" && write(rc.kill, "cgroup.kill", "1") == nil {
+		return
+	}
+	for _, d := range []string{rc.pids, rc.mem} {
+		if d == "" {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// stats reads what the kernel counted: an OOM kill, a fork refused at the
+// pids limit, and the memory peak.
+func (rc *runCgroup) stats() (oom, pidsMax bool, peak int64) {
+	if rc.mem != "" {
+		if rc.memV2 {
+			oom = keyed(rc.mem, "memory.events", "oom_kill") > 0
+			peak = number(rc.mem, "memory.peak")
+		} else {
+			oom = keyed(rc.mem, "memory.oom_control", "oom_kill") > 0
+			peak = number(rc.mem, "memory.max_usage_in_bytes")
+		}
+	}
+	if rc.pids != "" {
+		pidsMax = keyed(rc.pids, "pids.events", "max") > 0
+	}
+	return oom, pidsMax, peak
+}
+
+func keyed(dir, file, key string) int64 {
+	b, _ := os.ReadFile(filepath.Join(dir, file))
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+" "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func number(dir, file string) int64 {
+	b, _ := os.ReadFile(filepath.Join(dir, file))
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// CgroupRemoveWait bounds how long remove waits for the last processes to
+// leave a cgroup after the kill.
+const CgroupRemoveWait = 5 * time.Second
+
+// remove deletes the run's cgroups, once they are empty.
+func (rc *runCgroup) remove() error {
+	deadline := time.Now().Add(CgroupRemoveWait)
+	var errs []error
+	for i := len(rc.made) - 1; i >= 0; i-- {
+		for {
+			err := os.Remove(rc.made[i])
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				errs = append(errs, err)
+				break
+			}
+			rc.killAll()
+			time.Sleep(10 * time.Millisecond)
+		}
+		// The shared parent goes with the last run; while others use it
+		// the kernel refuses, which is fine.
+		os.Remove(filepath.Dir(rc.made[i]))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,156 @@
+package nsinit
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// run interprets the classic BPF program on one seccomp_data, the way the
+// kernel would, for the instructions Filter uses. It fails the test on an
+// instruction it does not know or a jump out of the program.
+func run(t testing.TB, prog []unix.SockFilter, nr uint32, arch uint32, args ...uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.LittleEndian.PutUint32(data[0:], nr)
+	binary.LittleEndian.PutUint32(data[4:], arch)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			if in.K+4 > uint32(len(data)) {
+				t.Fatalf("load past seccomp_data at %d", pc)
+			}
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			var ok bool
+			switch in.Code & 0xf0 {
+			case unix.BPF_JEQ:
+				ok = acc == in.K
+			case unix.BPF_JGE:
+				ok = acc >= in.K
+			case unix.BPF_JSET:
+				ok = acc&in.K != 0
+			}
+			if ok {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("unknown instruction %#x at %d", in.Code, pc)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
+}
+
+const (
+	allow  = unix.SECCOMP_RET_ALLOW
+	eperm  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	enosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	kill   = unix.SECCOMP_RET_KILL_PROCESS
+	x86_64 = unix.AUDIT_ARCH_X86_64
+)
+
+func TestFilter(t *testing.T) {
+	for _, networkNone := range []bool{true, false} {
+		prog, err := Filter(networkNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range DeniedSyscalls {
+			if got := run(t, prog, uint32(s.Nr), x86_64); got != eperm {
+				t.Errorf("%s: got %#x, want EPERM", s.Name, got)
+			}
+			if got := run(t, prog, uint32(s.Nr)|x32SyscallBit, x86_64); got != eperm {
+				t.Errorf("x32 %s: got %#x, want EPERM", s.Name, got)
+			}
+		}
+		inet := uint32(allow)
+		if networkNone {
+			inet = eperm
+		}
+		for _, c := range []struct {
+			name string
+			nr   uint32
+			arch uint32
+			args []uint64
+			want uint32
+		}{
+			{"write", unix.SYS_WRITE, x86_64, nil, allow},
+			{"execve", unix.SYS_EXECVE, x86_64, nil, allow},
+			{"i386 write", 4, unix.AUDIT_ARCH_I386, nil, kill},
+			{"x32 write", unix.SYS_WRITE | x32SyscallBit, x86_64, nil, eperm},
+			{"fork by clone", unix.SYS_CLONE, x86_64, []uint64{uint64(unix.SIGCHLD)}, allow},
+			{"thread by clone", unix.SYS_CLONE, x86_64, []uint64{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_SIGHAND}, allow},
+			{"clone newuser", unix.SYS_CLONE, x86_64, []uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}, eperm},
+			{"clone newns", unix.SYS_CLONE, x86_64, []uint64{unix.CLONE_NEWNS}, eperm},
+			{"clone newtime", unix.SYS_CLONE, x86_64, []uint64{unix.CLONE_NEWTIME}, eperm},
+			{"clone3", unix.SYS_CLONE3, x86_64, nil, enosys},
+			{"ioctl TIOCSTI", unix.SYS_IOCTL, x86_64, []uint64{0, unix.TIOCSTI}, eperm},
+			{"ioctl TIOCLINUX", unix.SYS_IOCTL, x86_64, []uint64{0, unix.TIOCLINUX}, eperm},
+			{"ioctl TCGETS", unix.SYS_IOCTL, x86_64, []uint64{0, unix.TCGETS}, allow},
+			{"socket unix", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_UNIX}, allow},
+			{"socket inet", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET}, inet},
+			{"socket packet", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_PACKET}, inet},
+			{"socket netlink", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_NETLINK}, inet},
+			{"socketpair", unix.SYS_SOCKETPAIR, x86_64, []uint64{unix.AF_UNIX}, allow},
+		} {
+			if got := run(t, prog, c.nr, c.arch, c.args...); got != c.want {
+				t.Errorf("networkNone=%v %s: got %#x, want %#x", networkNone, c.name, got, c.want)
+			}
+		}
+	}
+}
+
+func TestAssembleRejectsBadJumps(t *testing.T) {
+	for _, p := range [][]insn{
+		{{op: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, jt: "nowhere"}},
+		{{op: unix.BPF_RET | unix.BPF_K, label: "back"}, {op: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, jt: "back"}},
+	} {
+		if _, err := assemble(p); err == nil {
+			t.Errorf("assemble(%v) gave no error", p)
+		}
+	}
+}
+
+// FuzzFilter runs the filter on arbitrary syscall data: it must always
+// return, and never allow a denied syscall, a namespace clone or a
+// foreign architecture.
+func FuzzFilter(f *testing.F) {
+	f.Add(uint32(unix.SYS_WRITE), uint32(x86_64), uint64(0), uint64(0))
+	f.Add(uint32(unix.SYS_CLONE), uint32(x86_64), uint64(unix.CLONE_NEWUSER), uint64(0))
+	f.Add(uint32(unix.SYS_SOCKET), uint32(x86_64), uint64(unix.AF_INET6), uint64(0))
+	prog, err := Filter(true)
+	if err != nil {
+		f.Fatal(err)
+	}
+	denied := map[uint32]bool{}
+	for _, s := range DeniedSyscalls {
+		denied[uint32(s.Nr)] = true
+	}
+	f.Fuzz(func(t *testing.T, nr, arch uint32, a0, a1 uint64) {
+		got := run(t, prog, nr, arch, a0, a1)
+		switch {
+		case arch != x86_64 && got != kill:
+			t.Fatalf("arch %#x: got %#x, want kill", arch, got)
+		case arch != x86_64:
+		case denied[nr] && got != eperm:
+			t.Fatalf("denied syscall %d allowed: %#x", nr, got)
+		case nr == unix.SYS_CLONE && a0&cloneNamespaces != 0 && got == allow:
+			t.Fatalf("clone with namespace flags %#x allowed", a0)
+		case nr == unix.SYS_SOCKET && uint32(a0) != unix.AF_UNIX && got == allow:
+			t.Fatalf("socket family %d allowed", a0)
+		case nr&x32SyscallBit != 0 && got == allow:
+			t.Fatalf("x32 syscall %#x allowed", nr)
+		}
+	})
+}
