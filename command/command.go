@@ -54,6 +54,15 @@ const (
 	MaxNesting = 64
 	// MaxArgs is the most words one simple command may have.
 	MaxArgs = 4096
+	// MaxBrackets is the deepest parentheses, braces and brackets may nest
+	// in a script's text. It is counted before parsing, quotes or not, so
+	// that the parser's own recursion stays bounded (the parser spends
+	// tens of microseconds a level).
+	MaxBrackets = 256
+	// MaxBraceWordsTotal is the most words brace expansions in arguments
+	// are expanded to in one check, all arguments together; past it, an
+	// argument with braces is taken as only known at run time.
+	MaxBraceWordsTotal = 1024
 )
 
 // DefaultWorkspace is where the sandbox mounts the workspace, the

@@ -530,6 +530,9 @@ func TestRules(t *testing.T) {
 		{"python3 main.py", allow("allow:build", "python3")},
 		{"python scripts/x.py --flag", allow("allow:build", "python")},
 		{"node index.js", allow("allow:build", "node")},
+		{"node --test", allow("allow:build", "node")},
+		{"python3 --version; node --version", allow("allow:inspect", "python3")},
+		{"python3 -W ignore -X dev main.py", allow("allow:build", "python3")},
 		{"gcc -o x x.c", allow("allow:build", "gcc")},
 		{"cc x.c && clang -c y.c", allow("allow:build", "cc")},
 		{"tsc", allow("allow:build", "tsc")},
@@ -729,7 +732,19 @@ func TestLimits(t *testing.T) {
 	limit("MaxNesting", strings.Repeat("( ", MaxNesting)+"ls"+strings.Repeat(" )", MaxNesting), "deny:limit:MaxNesting", CodeTooComplex)
 	limit("MaxNesting in substitutions", strings.Repeat("echo $(", MaxNesting)+"ls"+strings.Repeat(")", MaxNesting), "deny:limit:MaxNesting", CodeTooComplex)
 
-	if MaxBraceWords != 64 || MaxEntries != 256 || MaxNameLength != 128 || MaxIDLength != 64 || MaxTextLength != 1024 {
+	limit("MaxBrackets", "echo $(("+strings.Repeat("(", MaxBrackets)+"1"+strings.Repeat(")", MaxBrackets)+"))", "deny:limit:MaxBrackets", CodeTooComplex)
+	if d := Default().Check("echo $(("+strings.Repeat("(", MaxBrackets-3)+"1"+strings.Repeat(")", MaxBrackets-3)+"))", nil); d.Verdict != Allow {
+		t.Errorf("brackets %d deep: %+v, want allow", MaxBrackets, d)
+	}
+	// MaxBraceWordsTotal: past it, braces are only known at run time.
+	many := strings.Repeat("{a,b}{c,d}{e,f} ", MaxBraceWordsTotal/8)
+	if d := Default().Check("rm "+many, nil); d.Verdict != Allow {
+		t.Errorf("%d brace words: %+v, want allow", MaxBraceWordsTotal, d)
+	}
+	if d := Default().Check("rm "+many+"{g,h}", nil); d.Rule != "deny:destructive-outside" || !strings.Contains(d.Message, "only known when it runs") {
+		t.Errorf("past MaxBraceWordsTotal: %+v, want the braces taken as unknown", d)
+	}
+	if MaxBrackets != 256 || MaxBraceWordsTotal != 1024 || MaxBraceWords != 64 || MaxEntries != 256 || MaxNameLength != 128 || MaxIDLength != 64 || MaxTextLength != 1024 {
 		t.Errorf("a documented default changed: %d %d %d %d %d", MaxBraceWords, MaxEntries, MaxNameLength, MaxIDLength, MaxTextLength)
 	}
 

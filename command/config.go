@@ -19,7 +19,8 @@ import (
 //
 // An entry is a command name, or a name and its subcommand ("git push"),
 // matched against the resolved command (so "rm" also matches /bin/rm and
-// nice rm). A deny entry beats everything. An ask entry turns an allow
+// nice rm); a program run by a relative path is matched by that path
+// ("./gradlew"). A deny entry beats everything. An ask entry turns an allow
 // into an ask. An allow entry only turns what the built-in rules would ask
 // about into an allow: it can never loosen a built-in deny (sudo, rm
 // outside the workspace, a pipe into a shell), nor a write to a path only

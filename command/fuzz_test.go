@@ -99,9 +99,11 @@ y`,
 				if !a.exact() || strings.HasPrefix(a.lit, "~") {
 					continue
 				}
-				// bash's $'\cX' (a control character) is one escape the
-				// expander does not decode.
-				if strings.Contains(printWord(w), `\c`) {
+				// Two escapes where the expander and bash differ: $'\cX' (a
+				// control character), which it does not decode, and octal
+				// escapes over \377, which bash 5.2 wraps ($'\700' is 0xc0)
+				// and it clamps to 0xff.
+				if src := printWord(w); strings.Contains(src, `\c`) || bigOctal(src) {
 					continue
 				}
 				fields, err := expand.Fields(cfg, w)
@@ -116,4 +118,13 @@ y`,
 			return true
 		})
 	})
+}
+
+func bigOctal(s string) bool {
+	for i := 0; i+3 < len(s); i++ {
+		if s[i] == '\\' && s[i+1] >= '4' && s[i+1] <= '7' && s[i+2] >= '0' && s[i+2] <= '7' && s[i+3] >= '0' && s[i+3] <= '7' {
+			return true
+		}
+	}
+	return false
 }

@@ -21,6 +21,9 @@ type checker struct {
 	best  Decision
 	have  bool // best holds a decision
 	stop  bool // a deny was found: nothing later can change the verdict
+	// braceWords counts the words brace expansions were expanded to, for
+	// MaxBraceWordsTotal.
+	braceWords int
 	// bash evaluates a variable used in arithmetic as arithmetic itself,
 	// and runs any $(...) in an array index there: x='a[$(cmd)]'; ((x)).
 	// arith is set when the script does arithmetic, codeValue to the
@@ -108,6 +111,12 @@ func (c *checker) limit(f *frame, code, limit, msg, hint string) {
 // literal scripts; pos is the position of the command that holds it, for a
 // nested script.
 func (c *checker) script(src string, depth, pos int) {
+	if depth, at := bracketDepth(src); depth > MaxBrackets {
+		c.report(Decision{Verdict: Deny, Rule: "deny:limit:MaxBrackets", Code: CodeTooComplex, Pos: pos + at,
+			Message: fmt.Sprintf("the command's parentheses, braces and brackets nest deeper than %d (MaxBrackets)", MaxBrackets),
+			Hint:    "Flatten the command: fewer parentheses, braces and substitutions inside one another"})
+		return
+	}
 	parser := parsers.Get().(*syntax.Parser)
 	file, err := parser.Parse(strings.NewReader(src), "")
 	parsers.Put(parser)
@@ -478,4 +487,27 @@ func (c *checker) decl(x *syntax.DeclClause, f *frame) {
 	if !c.stop {
 		c.found(f, Allow, "allow:assign", x.Variant.Value, x.Variant.Value, "", "")
 	}
+}
+
+// bracketDepth returns how deeply ( { [ nest in s, whatever quotes them,
+// and the 1-based offset where that depth is first passed MaxBrackets.
+func bracketDepth(s string) (max, at int) {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '{', '[':
+			depth++
+			if depth > max {
+				max = depth
+				if max == MaxBrackets+1 {
+					at = i + 1
+				}
+			}
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return max, at
 }

@@ -106,7 +106,9 @@ func (c *checker) wordArgs(w *syntax.Word, braces bool) arg {
 			c.unquoted(v, &a, &lit, &pth, &pat)
 		case *syntax.SglQuoted:
 			if x.Dollar {
-				addQuoted(decodeANSIC(x.Value))
+				// bash keeps C strings: a NUL ends the quoted part.
+				v, _, _ := strings.Cut(decodeANSIC(x.Value), "\x00")
+				addQuoted(v)
 			} else {
 				addQuoted(x.Value)
 			}
@@ -151,10 +153,11 @@ func (c *checker) wordArgs(w *syntax.Word, braces bool) arg {
 		// Each word the braces expand to is checked as a path, up to
 		// MaxBraceWords of them; more are only known at run time.
 		for e, err := range expand.BracesSeq(nil, b) {
-			if err != nil || len(a.alts) == MaxBraceWords {
+			if err != nil || len(a.alts) == MaxBraceWords || c.braceWords >= MaxBraceWordsTotal {
 				a.alts, a.dyn, a.prefix = nil, true, ""
 				break
 			}
+			c.braceWords++
 			a.alts = append(a.alts, c.wordArgs(e, false))
 		}
 	}

@@ -1,0 +1,223 @@
+package command
+
+import (
+	"strings"
+)
+
+// File commands: inside the workspace they are edits, allowed; outside it
+// (and /tmp) they are denied.
+
+func (x *cmd) remove() {
+	p := parseOpts(x.args, 1, optSpec{})
+	x.set(Allow, "allow:build", "", "")
+	x.checkPaths(p.operands, destroys)
+}
+
+func (x *cmd) shred() {
+	p := parseOpts(x.args, 1, optSpec{short: "ns", long: []string{"--iterations", "--size", "--random-source"}})
+	x.set(Allow, "allow:build", "", "")
+	x.checkPaths(p.operands, destroys)
+}
+
+func (x *cmd) truncate() {
+	p := parseOpts(x.args, 1, optSpec{short: "sr", long: []string{"--size", "--reference"}})
+	x.set(Allow, "allow:build", "", "")
+	x.checkPaths(p.operands, destroys)
+}
+
+func (x *cmd) mv() {
+	p := parseOpts(x.args, 1, optSpec{short: "tS", long: []string{"--target-directory", "--suffix"}})
+	x.set(Allow, "allow:build", "", "")
+	if t, ok := p.value("-t", "--target-directory"); ok {
+		x.checkPath(t, writes)
+	}
+	x.checkPaths(p.operands, destroys) // the sources are gone afterwards
+}
+
+func (x *cmd) cp() {
+	p := parseOpts(x.args, 1, optSpec{short: "tS", long: []string{"--target-directory", "--suffix"}})
+	x.set(Allow, "allow:build", "", "")
+	if p.has('r', "--recursive") || p.has('R') || p.has('a', "--archive") {
+		srcs := p.operands
+		if _, ok := p.value("-t", "--target-directory"); !ok && len(srcs) > 0 {
+			srcs = srcs[:len(srcs)-1]
+		}
+		x.storeAncestors(srcs)
+	}
+	if t, ok := p.value("-t", "--target-directory"); ok {
+		x.checkPath(t, writes)
+		return
+	}
+	if n := len(p.operands); n >= 2 {
+		x.checkPath(x.args[p.operands[n-1]], writes)
+	}
+}
+
+func (x *cmd) ln() {
+	p := parseOpts(x.args, 1, optSpec{short: "tS", long: []string{"--target-directory", "--suffix"}})
+	x.set(Allow, "allow:build", "", "")
+	if t, ok := p.value("-t", "--target-directory"); ok {
+		x.checkPath(t, writes)
+		return
+	}
+	if n := len(p.operands); n >= 2 {
+		x.checkPath(x.args[p.operands[n-1]], writes)
+	}
+}
+
+func (x *cmd) touch() {
+	p := parseOpts(x.args, 1, optSpec{short: "drt", long: []string{"--date", "--reference"}})
+	x.set(Allow, "allow:build", "", "")
+	x.checkPaths(p.operands, writes)
+}
+
+func (x *cmd) mkdir() {
+	p := parseOpts(x.args, 1, optSpec{short: "m", long: []string{"--mode"}})
+	x.set(Allow, "allow:build", "", "")
+	x.checkPaths(p.operands, writes)
+}
+
+func (x *cmd) tee() {
+	p := parseOpts(x.args, 1, optSpec{long: []string{"--output-error"}})
+	x.set(Allow, "allow:build", "", "")
+	x.checkPaths(p.operands, writes)
+}
+
+func (x *cmd) install() {
+	p := parseOpts(x.args, 1, optSpec{short: "mogtS", long: []string{"--mode", "--owner", "--group", "--target-directory", "--suffix"}})
+	x.set(Allow, "allow:build", "", "")
+	if t, ok := p.value("-t", "--target-directory"); ok {
+		x.checkPath(t, writes)
+		return
+	}
+	if p.has('d', "--directory") {
+		x.checkPaths(p.operands, writes)
+		return
+	}
+	if n := len(p.operands); n >= 1 {
+		x.checkPath(x.args[p.operands[n-1]], writes)
+	}
+}
+
+func (x *cmd) chmod() {
+	p := parseOpts(x.args, 1, optSpec{})
+	x.set(Allow, "allow:build", "", "")
+	ops := p.operands
+	// chmod -x file: a mode that looks like an option.
+	if len(ops) > 0 && strings.ContainsAny(p.flags, "rwxXst") && !p.has(0, "--reference") {
+		if setuidMode("-" + p.flags) {
+			x.set(Deny, "deny:privilege", "chmod with the setuid or setgid bit lets a program run with its owner's privileges",
+				"Leave the setuid and setgid bits alone; chmod +x is enough to make a file executable")
+			return
+		}
+	} else if len(ops) > 0 && !p.has(0, "--reference") {
+		mode := x.args[ops[0]]
+		ops = ops[1:]
+		if !mode.exact() || setuidMode(mode.lit) {
+			x.set(Deny, "deny:privilege", "chmod "+mode.text+" may set the setuid or setgid bit, which lets a program run with its owner's privileges",
+				"Use a plain mode such as 755 or +x, without s or a leading 4, 2 or 6")
+			return
+		}
+	}
+	x.checkPaths(ops, destroys)
+}
+
+// setuidMode reports a chmod mode that sets the setuid or setgid bit:
+// an octal mode of four digits whose first has 4 or 2 in it, or a
+// symbolic mode that adds s.
+func setuidMode(m string) bool {
+	if m != "" && strings.Trim(m, "01234567") == "" {
+		return len(m) >= 4 && (m[len(m)-4]-'0')&6 != 0
+	}
+	for _, clause := range strings.Split(m, ",") {
+		if i := strings.IndexAny(clause, "+="); i >= 0 && strings.Contains(clause[i:], "s") {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *cmd) chown() {
+	p := parseOpts(x.args, 1, optSpec{})
+	ops := p.operands
+	if len(ops) > 0 && !p.has(0, "--reference") {
+		ops = ops[1:]
+	}
+	x.set(Ask, "ask:unknown", x.name+" changes who owns files", "Ask the user to approve the change of owner")
+	x.checkPaths(ops, destroys)
+}
+
+func (x *cmd) dd() {
+	x.set(Allow, "allow:build", "", "")
+	for _, a := range x.args[1:] {
+		if v, ok := strings.CutPrefix(a.lit, "of="); ok {
+			b := a
+			b.text, b.lit, b.path, b.pattern = v, v, v, escapeGlob(v)
+			if a.dyn {
+				b.prefix = strings.TrimPrefix(a.prefix, "of=")
+			}
+			if t, ok := tildePath(v); ok {
+				b.path = t
+			}
+			x.checkPath(b, destroys)
+		}
+	}
+}
+
+func (x *cmd) sed() {
+	p := parseOpts(x.args, 1, optSpec{short: "efl", long: []string{"--expression", "--file", "--line-length"}})
+	x.set(Allow, "allow:build", "", "")
+	if !p.has('i', "--in-place") && !strings.Contains(p.flags, "i") && !hasPrefixLong(p, "--in-place") {
+		return
+	}
+	ops := p.operands
+	if _, ok := p.value("-e", "--expression", "-f", "--file"); !ok && len(ops) > 0 {
+		ops = ops[1:] // the first operand is the script
+	}
+	x.checkPaths(ops, writes)
+}
+
+func hasPrefixLong(p parsed, prefix string) bool {
+	for _, l := range p.longs {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	for _, v := range p.values {
+		if strings.HasPrefix(v.name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *cmd) sort() {
+	p := parseOpts(x.args, 1, optSpec{short: "kotST", long: []string{"--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory", "--compress-program"}})
+	x.set(Allow, "allow:inspect", "", "")
+	if v, ok := p.value("--compress-program"); ok {
+		x.set(Ask, "ask:unknown", "sort --compress-program runs "+v.text+", which this check cannot see",
+			"Sort without --compress-program")
+		return
+	}
+	if v, ok := p.value("-o", "--output"); ok {
+		x.checkPath(v, writes)
+	}
+}
+
+func (x *cmd) uniq() {
+	p := parseOpts(x.args, 1, optSpec{short: "fsw", long: []string{"--skip-fields", "--skip-chars", "--check-chars"}})
+	x.set(Allow, "allow:inspect", "", "")
+	if len(p.operands) >= 2 {
+		x.checkPath(x.args[p.operands[1]], writes)
+	}
+}
+
+// outputs checks the output file of compilers: -o FILE.
+func (x *cmd) outputs(short string, long []string) {
+	p := parseOpts(x.args, 1, optSpec{short: short, long: long})
+	for _, v := range p.values {
+		if v.name == "-o" || contains(long, v.name) {
+			x.checkPath(v.val, writes)
+		}
+	}
+}

@@ -1,0 +1,294 @@
+package command
+
+import (
+	"strings"
+)
+
+// Network clients and development tools whose verdict depends on their
+// subcommand: git, go, cargo, npm, pip, gh, docker, ...
+
+func (x *cmd) netcat() {
+	for _, a := range x.args[1:] {
+		s := a.lit
+		if !a.exact() {
+			continue
+		}
+		if s == "--exec" || s == "--sh-exec" || s == "--lua-exec" || strings.HasPrefix(s, "--exec=") || strings.HasPrefix(s, "--sh-exec=") ||
+			len(s) > 1 && s[0] == '-' && s[1] != '-' && strings.ContainsAny(s[1:], "ec") {
+			x.set(Deny, "deny:reverse-shell", x.name+" "+s+" hands a network connection to a program: a reverse or bind shell",
+				"Do not connect programs to the network; ask for network access through an approved tool")
+			return
+		}
+	}
+	x.set(Ask, "ask:network", x.name+" connects to the network", "Ask the user to approve the network access")
+}
+
+func (x *cmd) socat() {
+	for _, a := range x.args[1:] {
+		l := strings.ToLower(a.lit)
+		if strings.Contains(l, "exec:") || strings.Contains(l, "system:") || strings.HasPrefix(l, "exec") {
+			x.set(Deny, "deny:reverse-shell", "socat "+a.text+" hands a network connection to a program: a reverse or bind shell",
+				"Do not connect programs to the network; ask for network access through an approved tool")
+			return
+		}
+	}
+	x.set(Ask, "ask:network", "socat connects to the network", "Ask the user to approve the network access")
+}
+
+// networkWrites checks where curl and wget save what they download, and
+// where scp and rsync copy to.
+func (x *cmd) networkWrites() {
+	switch x.name {
+	case "curl":
+		p := parseOpts(x.args, 1, optSpec{short: "oXHdFuAeEKTbcwmxyYz", long: []string{"--output", "--request", "--header", "--data", "--form", "--user", "--config", "--upload-file", "--cookie", "--cookie-jar", "--dump-header", "--url", "--proxy"}})
+		for _, n := range []string{"-o", "--output", "-c", "--cookie-jar", "-D", "--dump-header"} {
+			if v, ok := p.value(n); ok && v.lit != "-" {
+				x.checkPath(v, writes)
+			}
+		}
+	case "wget":
+		p := parseOpts(x.args, 1, optSpec{short: "OoaPe", long: []string{"--output-document", "--output-file", "--directory-prefix"}})
+		for _, n := range []string{"-O", "--output-document", "-o", "--output-file", "-a", "-P", "--directory-prefix"} {
+			if v, ok := p.value(n); ok && v.lit != "-" {
+				x.checkPath(v, writes)
+			}
+		}
+	case "scp", "rsync":
+		p := parseOpts(x.args, 1, optSpec{short: "iFloPSce", long: []string{"--rsh", "--exclude", "--include", "--filter", "--rsync-path"}})
+		if n := len(p.operands); n >= 2 {
+			dest := x.args[p.operands[n-1]]
+			if !strings.Contains(dest.lit, ":") {
+				x.checkPath(dest, writes)
+			}
+		}
+	}
+}
+
+func (x *cmd) git() {
+	p := parseOpts(x.args, 1, optSpec{short: "Cc", long: []string{"--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}, stop: true})
+	for _, v := range p.values {
+		if v.name == "-c" || v.name == "--config-env" || v.name == "--exec-path" {
+			x.set(Ask, "ask:unknown", "git "+v.name+" "+v.val.text+" changes git's configuration, which can make it run other commands",
+				"Run git without -c; ask the user to change the configuration if the task needs it")
+			return
+		}
+	}
+	sub := ""
+	if p.end < len(x.args) {
+		sub = x.args[p.end].lit
+	}
+	rest := parseOpts(x.args, p.end+1, optSpec{})
+	switch sub {
+	case "status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "grep", "blame", "describe",
+		"shortlog", "reflog", "show-ref", "cat-file", "ls-tree", "rev-list", "version", "help", "whatchanged", "count-objects":
+		x.set(Allow, "allow:inspect", "", "")
+		if sub == "grep" && (rest.has('O') || hasPrefixLong(rest, "--open-files-in-pager")) {
+			x.set(Ask, "ask:unknown", "git grep -O runs a pager program on the files", "Run git grep without -O")
+			return
+		}
+		if v, ok := rest.value("--output"); ok {
+			x.checkPath(v, writes)
+		}
+	case "add", "commit", "checkout", "switch", "restore", "stash", "init", "mv", "rm", "merge", "rebase", "reset",
+		"cherry-pick", "revert", "tag", "clean", "apply", "am", "format-patch", "notes", "bisect", "worktree", "gc", "mergetool":
+		x.set(Allow, "allow:build", "", "")
+		x.gitDir(p)
+	case "config":
+		if rest.has(0, "--global", "--system", "--file") || rest.has('f') {
+			x.set(Ask, "ask:unknown", "git config outside the repository changes git for every repository",
+				"Change only the repository's own configuration, or ask the user")
+			return
+		}
+		x.set(Allow, "allow:build", "", "")
+		x.gitDir(p)
+	case "remote":
+		if len(rest.operands) == 0 {
+			x.set(Allow, "allow:inspect", "", "")
+			return
+		}
+		x.set(Allow, "allow:build", "", "")
+		x.gitDir(p)
+	case "clone", "fetch", "pull", "ls-remote", "submodule", "fetch-pack", "archive":
+		x.set(Ask, "ask:network", "git "+sub+" connects to a remote repository", "Ask the user to approve the network access")
+		if sub == "clone" && len(rest.operands) >= 2 {
+			x.checkPath(x.args[rest.operands[1]], writes)
+		}
+	case "push", "send-email", "send-pack", "request-pull":
+		x.set(Ask, "ask:publish", "git "+sub+" publishes commits outside the workspace", "Ask the user to approve the push")
+	default:
+		x.set(Ask, "ask:unknown", "git "+sub+" is a git command the policy does not know", "Ask the user to approve it")
+	}
+}
+
+// gitDir checks that a git command that changes a repository changes one
+// inside the workspace.
+func (x *cmd) gitDir(p parsed) {
+	dir := arg{text: ".", lit: ".", path: "."}
+	if v, ok := p.value("-C"); ok {
+		dir = v
+	}
+	for _, n := range []string{"--git-dir", "--work-tree"} {
+		if v, ok := p.value(n); ok {
+			x.checkPath(v, destroys)
+		}
+	}
+	x.checkPath(dir, destroys)
+}
+
+func (x *cmd) goTool() {
+	p := parseOpts(x.args, 1, optSpec{stop: true})
+	sub := ""
+	if p.end < len(x.args) {
+		sub = x.args[p.end].lit
+	}
+	// go's flags have one dash, whatever their length: -o, -exec, -toolexec.
+	var out []arg
+	runs := false
+	for i := p.end + 1; i < len(x.args); i++ {
+		s := strings.TrimPrefix(x.args[i].lit, "-")
+		name, val, inline := strings.Cut(strings.TrimPrefix(s, "-"), "=")
+		switch name {
+		case "exec", "toolexec", "overlay":
+			runs = true
+		case "o":
+			if inline {
+				out = append(out, literalArg(val))
+			} else if i+1 < len(x.args) {
+				out = append(out, x.args[i+1])
+			}
+		}
+	}
+	switch sub {
+	case "build", "test", "vet", "run", "fmt", "env", "version", "list", "doc", "generate", "clean", "work", "fix":
+		if sub == "run" {
+			for _, a := range x.args[p.end+1:] {
+				if strings.Contains(a.lit, "@") && !strings.HasPrefix(a.lit, "-") {
+					x.set(Ask, "ask:package-install", "go run "+a.text+" downloads and runs a module from the network",
+						"Ask the user to approve it, or run code inside the workspace")
+					return
+				}
+			}
+		}
+		if runs {
+			x.set(Ask, "ask:unknown", "go "+sub+" -exec or -toolexec runs another program, which this check cannot see",
+				"Run go "+sub+" without -exec or -toolexec")
+			return
+		}
+		x.set(Allow, "allow:build", "", "")
+		for _, o := range out {
+			x.checkPath(o, writes)
+		}
+	case "mod":
+		if p.end+1 < len(x.args) && x.args[p.end+1].lit == "download" {
+			x.set(Ask, "ask:package-install", "go mod download fetches modules", "Ask the user to approve the download")
+			return
+		}
+		x.set(Allow, "allow:build", "", "")
+	case "install", "get":
+		x.set(Ask, "ask:package-install", "go "+sub+" downloads and installs packages", "Ask the user to approve the install, or build inside the workspace with go build")
+	default:
+		x.set(Ask, "ask:unknown", "go "+sub+" is a go command the policy does not know", "Ask the user to approve it")
+	}
+}
+
+func (x *cmd) cargo() {
+	switch sub := x.sub(); sub {
+	case "build", "b", "test", "t", "check", "c", "run", "r", "fmt", "clippy", "doc", "bench", "clean", "tree", "metadata", "new", "init":
+		x.set(Allow, "allow:build", "", "")
+	case "install", "add", "fetch", "update", "uninstall":
+		x.set(Ask, "ask:package-install", "cargo "+sub+" downloads or installs packages", "Ask the user to approve the install")
+	case "publish", "yank", "owner", "login":
+		x.set(Ask, "ask:publish", "cargo "+sub+" publishes to or changes a registry", "Ask the user to approve the release")
+	default:
+		x.set(Ask, "ask:unknown", "cargo "+sub+" is a cargo command the policy does not know", "Ask the user to approve it")
+	}
+}
+
+func (x *cmd) npm() {
+	sub := x.sub()
+	switch sub {
+	case "test", "t", "tst", "run", "run-script", "start", "stop", "restart", "build":
+		x.set(Allow, "allow:build", "", "")
+	case "install", "i", "in", "add", "ci", "uninstall", "remove", "rm", "update", "up", "upgrade", "exec", "x", "dlx", "create", "init", "link", "rebuild":
+		x.set(Ask, "ask:package-install", x.name+" "+sub+" installs or runs packages from the network", "Ask the user to approve the install, or use what is already installed")
+	case "":
+		if x.name == "yarn" {
+			x.set(Ask, "ask:package-install", "yarn without a command installs the project's packages", "Ask the user to approve the install")
+			return
+		}
+		x.set(Ask, "ask:unknown", x.name+" without a command", "Say which "+x.name+" command to run")
+	case "publish", "unpublish", "deprecate", "dist-tag", "owner", "login", "adduser":
+		x.set(Ask, "ask:publish", x.name+" "+sub+" publishes to or changes a registry", "Ask the user to approve the release")
+	case "ls", "list", "why", "explain", "config", "prefix", "root", "bin", "help", "version", "-v", "--version":
+		x.set(Allow, "allow:inspect", "", "")
+	case "view", "info", "show", "outdated", "search", "audit":
+		x.set(Ask, "ask:network", x.name+" "+sub+" asks the registry over the network", "Ask the user to approve the network access")
+	default:
+		if x.name == "bun" {
+			x.interpreter()
+			return
+		}
+		x.set(Ask, "ask:unknown", x.name+" "+sub+" is a command the policy does not know", "Ask the user to approve it")
+	}
+}
+
+func (x *cmd) pip() {
+	switch sub := x.sub(); sub {
+	case "list", "show", "freeze", "check", "help", "--version", "-V", "config", "debug", "inspect", "cache":
+		x.set(Allow, "allow:inspect", "", "")
+	default:
+		x.set(Ask, "ask:package-install", x.name+" "+sub+" installs or changes packages", "Ask the user to approve the install, or use what is already installed")
+	}
+}
+
+func (x *cmd) gem() {
+	switch sub := x.sub(); sub {
+	case "push", "yank", "owner", "signin":
+		x.set(Ask, "ask:publish", "gem "+sub+" publishes to or changes a registry", "Ask the user to approve the release")
+	case "list", "help", "env", "contents", "which":
+		x.set(Allow, "allow:inspect", "", "")
+	default:
+		x.set(Ask, "ask:package-install", "gem "+sub+" installs or changes packages", "Ask the user to approve the install")
+	}
+}
+
+func (x *cmd) twine() {
+	if x.sub() == "check" {
+		x.set(Allow, "allow:build", "", "")
+		return
+	}
+	x.set(Ask, "ask:publish", "twine uploads packages to a registry", "Ask the user to approve the release")
+}
+
+func (x *cmd) gh() {
+	switch x.sub() {
+	case "release":
+		x.set(Ask, "ask:publish", "gh release publishes or changes a release", "Ask the user to approve the release")
+	default:
+		x.set(Ask, "ask:network", "gh works on GitHub over the network", "Ask the user to approve the network access")
+	}
+}
+
+func (x *cmd) docker() {
+	switch sub := x.sub(); sub {
+	case "push":
+		x.set(Ask, "ask:publish", x.name+" push publishes an image", "Ask the user to approve the push")
+	case "ps", "images", "version", "info", "inspect", "logs":
+		x.set(Allow, "allow:inspect", "", "")
+	default:
+		x.set(Ask, "ask:unknown", x.name+" "+sub+" runs or changes containers", "Ask the user to approve it")
+	}
+}
+
+func (x *cmd) poetry() {
+	switch sub := x.sub(); sub {
+	case "publish":
+		x.set(Ask, "ask:publish", "poetry publish uploads packages", "Ask the user to approve the release")
+	case "add", "install", "update", "remove", "lock", "self":
+		x.set(Ask, "ask:package-install", "poetry "+sub+" installs or changes packages", "Ask the user to approve the install")
+	case "run", "build", "check", "show", "env", "version":
+		x.set(Allow, "allow:build", "", "")
+	default:
+		x.set(Ask, "ask:unknown", "poetry "+sub+" is a command the policy does not know", "Ask the user to approve it")
+	}
+}
