@@ -1,8 +1,17 @@
 // Package store defines airlock's durable state behind one set of
 // interfaces, so that the embedded SQLite file, Postgres and Redis can each
 // hold it. Drivers live in leaf packages (store/sqlite, ...) that the core
-// never imports. For now it holds pending approvals: calls the policy asked
-// a person about, each bound to the exact call and expiring by itself.
+// never imports. It holds three kinds of state:
+//
+//   - Approvals: pending approvals, calls the policy asked a person about,
+//     each bound to the exact call and expiring by itself;
+//   - Sessions: each session's step, spent budget, mode and kill flag, and
+//     one global kill flag;
+//   - Ledger: the idempotency ledger's entries (package ledger builds the
+//     exactly-once promise on them).
+//
+// A Backend is all three behind one handle; package storeurl opens one
+// from a URL (sqlite:PATH, postgres://..., redis://...).
 package store
 
 import (
@@ -47,7 +56,7 @@ type Approval struct {
 
 // Errors callers branch on.
 var (
-	ErrNotFound   = errors.New("store: no such approval")
+	ErrNotFound   = errors.New("store: not found")
 	ErrNotPending = errors.New("store: the approval is not pending (decided or expired)")
 )
 

@@ -1,6 +1,7 @@
 // Package sqlite keeps airlock's store in one embedded SQLite file, the
 // default backend: nothing to run beside airlock, and several airlock
-// processes on one machine may share the file.
+// processes on one machine may share the file. It holds the approvals, the
+// session state and the idempotency ledger (a store.Backend).
 //
 // It uses modernc.org/sqlite (pure Go, no cgo) in WAL mode. Every state
 // change is one IMMEDIATE transaction around a conditional UPDATE that
@@ -14,7 +15,7 @@
 //		return err
 //	}
 //	defer db.Close()
-//	// db is a store.Approvals: hand it to the gate's Options.Approvals.
+//	// db is a store.Backend: approvals, sessions and the ledger.
 //
 // Times are stored as Unix nanoseconds, so the file keeps instants between
 // the years 1678 and 2262; the arguments are stored as the canonical JSON
@@ -94,7 +95,7 @@ const (
 	dirMode  = 0o700
 )
 
-// DB is an open store file. It implements store.Approvals and is safe for
+// DB is an open store file. It implements store.Backend and is safe for
 // concurrent use, also alongside other processes that opened the same file.
 type DB struct {
 	sql        *sql.DB
@@ -103,7 +104,7 @@ type DB struct {
 	busy       time.Duration
 }
 
-var _ store.Approvals = (*DB)(nil)
+var _ store.Backend = (*DB)(nil)
 
 // Open opens the SQLite store at path, creating the file (mode 0600) and its
 // parent directories (mode 0700) when they are missing, and migrates its
@@ -256,6 +257,40 @@ var migrations = []string{
 	) STRICT;
 	CREATE INDEX approvals_match ON approvals (tool, args_hash, status);
 	CREATE INDEX approvals_status_created ON approvals (status, created);`,
+	// 2: the idempotency ledger, session state and the global flags.
+	// lease is NULL once an entry is finished, result NULL unless it
+	// completed.
+	`CREATE TABLE ledger (
+		key         TEXT    NOT NULL PRIMARY KEY,
+		fingerprint TEXT    NOT NULL,
+		state       TEXT    NOT NULL CHECK (state IN ('in_progress', 'completed', 'failed')),
+		owner       TEXT    NOT NULL,
+		token       TEXT    NOT NULL,
+		attempt     INTEGER NOT NULL,
+		previous    TEXT    NOT NULL DEFAULT '',
+		lease       INTEGER,
+		result      BLOB,
+		error       TEXT    NOT NULL DEFAULT '',
+		retryable   INTEGER NOT NULL DEFAULT 0,
+		created     INTEGER NOT NULL,
+		updated     INTEGER NOT NULL,
+		expires     INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX ledger_expires ON ledger (expires);
+	CREATE TABLE sessions (
+		id        TEXT    NOT NULL PRIMARY KEY,
+		step      INTEGER NOT NULL DEFAULT 0,
+		tokens    INTEGER NOT NULL DEFAULT 0,
+		micro_usd INTEGER NOT NULL DEFAULT 0,
+		mode      TEXT    NOT NULL DEFAULT '',
+		killed    INTEGER NOT NULL DEFAULT 0,
+		created   INTEGER NOT NULL,
+		updated   INTEGER NOT NULL
+	) STRICT;
+	CREATE TABLE flags (
+		name  TEXT    NOT NULL PRIMARY KEY,
+		value INTEGER NOT NULL
+	) STRICT;`,
 }
 
 // migrate brings the file to len(migrations) in one IMMEDIATE transaction,
@@ -294,10 +329,11 @@ func (db *DB) migrate(ctx context.Context) error {
 // longer change (used, denied, or past its expiry): long enough to answer
 // `airlock approvals` about it, short enough that the file does not grow
 // without end. The audit log keeps the lasting record.
-const KeepFinished = 7 * 24 * time.Hour
+const KeepFinished = store.KeepFinished
 
 // Prune deletes the approvals that finished before now minus
-// KeepFinished, and returns how many.
+// KeepFinished and the ledger entries past their Expires, and returns how
+// many.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-KeepFinished).UnixNano()
 	res, err := db.sql.ExecContext(ctx, `DELETE FROM approvals
@@ -306,7 +342,12 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, db.classify(err))
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, err)
+	}
+	m, err := db.PruneLedger(ctx, now)
+	return n + m, err
 }
 
 // Close closes the database. Approvals stay in the file.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -420,4 +421,53 @@ func TestPrune(t *testing.T) {
 			t.Errorf("%s kept = %v, want %v (%v)", id, got, want, err)
 		}
 	}
+}
+
+func TestSessions(t *testing.T) {
+	storetest.TestSessions(t, func(t *testing.T) store.Sessions {
+		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
+	})
+}
+
+func TestLedger(t *testing.T) {
+	storetest.TestLedger(t, func(t *testing.T) store.Ledger {
+		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
+	})
+}
+
+func BenchmarkLedger(b *testing.B) {
+	db, err := Open(filepath.Join(b.TempDir(), "airlock.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	storetest.BenchmarkLedger(b, db)
+}
+
+// FuzzLedger replays operation sequences against SQLite and the shared
+// rules (storetest.CheckTransitions).
+func FuzzLedger(f *testing.F) {
+	for _, seed := range [][]byte{
+		{0, 0x00, 0, 0, 0x01, 1, 3, 0x00, 2},          // acquire, refused acquire, complete
+		{0, 0x00, 0, 0, 0x01, 4, 2, 0x00, 0},          // acquire, takeover at lease, stale renew
+		{0, 0x00, 0, 4, 0x00, 0, 0, 0x01, 1, 5, 0, 0}, // acquire, retryable failure, retry, read
+		{0, 0x04, 0, 0, 0x00, 5, 5, 0x10, 0},          // other fingerprint past retention, read another key
+	} {
+		f.Add(seed)
+	}
+	db, err := Open(filepath.Join(f.TempDir(), "fuzz.db"), &Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		storetest.CheckTransitions(t, db, fmt.Sprintf("fuzz-%d-", n.Add(1)), ops)
+	})
+}
+
+func TestBackendPrune(t *testing.T) {
+	storetest.TestPrune(t, func(t *testing.T) store.Backend {
+		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
+	})
 }

@@ -1,8 +1,12 @@
 // Package storetest is the conformance suite every backend of the store
 // interfaces must pass, so that the embedded SQLite file, Postgres and Redis
 // keep exactly the same promises: an approval is bound to one exact call,
-// expires by itself, is decided once and is consumed once, also under
-// concurrency.
+// expires by itself, is decided once and is consumed once; a session's
+// charges never pass its budget nor a kill; a ledger key is held by one
+// owner at a time, fenced by its token, taken over only after its lease,
+// and its effect runs exactly once however many goroutines race on it
+// (TestApprovals, TestSessions, TestLedger). CheckTransitions is the body
+// of each backend's ledger fuzzer, BenchmarkLedger its benchmark.
 //
 // A backend's test calls the suite with a function that opens a fresh,
 // empty store:
@@ -64,6 +68,31 @@ func TestApprovals(t *testing.T, open func(t *testing.T) store.Approvals) {
 	t.Run("ConsumeEachApprovalOnce", func(t *testing.T) { testConsumeEachOnce(t, open(t)) })
 	t.Run("ConcurrentConsume", func(t *testing.T) { testConcurrentConsume(t, open(t)) })
 	t.Run("ConcurrentDecide", func(t *testing.T) { testConcurrentDecide(t, open(t)) })
+	t.Run("IDsNameNoIndex", func(t *testing.T) { testIDsNameNoIndex(t, open(t)) })
+}
+
+// testIDsNameNoIndex: ids that look like a backend's own names (Redis's
+// index keys, SQL words) are plain ids.
+func testIDsNameNoIndex(t *testing.T, s store.Approvals) {
+	ids := []string{"pending", "all", "i:pending", "i:all", "r:x", "ap:i:pending", "*", "'; DROP TABLE approvals; --"}
+	for i, id := range ids {
+		create(t, s, approval(id, "write_file", fmt.Sprintf(`{"n":%d}`, i), t0.Add(time.Duration(i)*time.Second)))
+	}
+	now := t0.Add(time.Minute)
+	list, err := s.PendingApprovals(context.Background(), now)
+	if err != nil || len(list) != len(ids) {
+		t.Fatalf("PendingApprovals = %d, %v; want %d", len(list), err, len(ids))
+	}
+	for i, id := range ids {
+		if list[i].ID != id {
+			t.Errorf("pending[%d] = %q, want %q", i, list[i].ID, id)
+		}
+		decide(t, s, id, true, "alice", now)
+		a, ok, err := s.ConsumeApproval(context.Background(), "write_file", hash("write_file", fmt.Sprintf(`{"n":%d}`, i)), now)
+		if err != nil || !ok || a.ID != id {
+			t.Errorf("ConsumeApproval for %q = %q, %v, %v", id, a.ID, ok, err)
+		}
+	}
 }
 
 // hash is how the suite derives an argument hash: hex SHA-256 of the tool

@@ -1,0 +1,177 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"airlock.dev/airlock/store"
+)
+
+// Keys of the sessions, under the prefix P:
+//
+//	P s:r:<id>    hash: one session
+//	P kill_all    "1" while every session is killed
+
+func (db *DB) sessionKey(id string) string { return db.prefix + "s:r:" + id }
+func (db *DB) killAllKey() string          { return db.prefix + "kill_all" }
+
+// chargeSession applies store.Charge.Apply inside Redis. The sums are
+// compared as Lua numbers, exact because every operand is at most
+// store.MaxCounter; the counters are then moved with HINCRBY on the
+// decimal strings, exact as int64.
+var chargeSession = goredis.NewScript(`
+if redis.call('GET', KEYS[2]) == '1' then return {'killed_all', redis.call('HGETALL', KEYS[1])} end
+local s = redis.call('HMGET', KEYS[1], 'killed', 'step', 'tokens', 'micro_usd')
+if s[1] == '1' then return {'killed', redis.call('HGETALL', KEYS[1])} end
+local function over(spent, add, max)
+	local limit = tonumber(max)
+	if limit == 0 then limit = tonumber(ARGV[8]) end
+	return tonumber(spent or '0') + tonumber(add) > limit
+end
+if over(s[2], ARGV[2], ARGV[5]) or over(s[3], ARGV[3], ARGV[6]) or over(s[4], ARGV[4], ARGV[7]) then
+	return {'over', redis.call('HGETALL', KEYS[1])}
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	redis.call('HSET', KEYS[1], 'id', ARGV[9], 'created', ARGV[1], 'mode', '', 'killed', '0', 'step', '0', 'tokens', '0', 'micro_usd', '0')
+end
+redis.call('HINCRBY', KEYS[1], 'step', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'micro_usd', ARGV[4])
+redis.call('HSET', KEYS[1], 'updated', ARGV[1])
+return {'ok', redis.call('HGETALL', KEYS[1])}
+`)
+
+var setSessionField = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	redis.call('HSET', KEYS[1], 'id', ARGV[2], 'created', ARGV[1], 'mode', '', 'killed', '0', 'step', '0', 'tokens', '0', 'micro_usd', '0')
+end
+redis.call('HSET', KEYS[1], ARGV[3], ARGV[4], 'updated', ARGV[1])
+return redis.call('HGETALL', KEYS[1])
+`)
+
+func sessionOf(h hash) store.Session {
+	return store.Session{
+		ID: h["id"], Step: h.int("step"), Tokens: h.int("tokens"), MicroUSD: h.int("micro_usd"),
+		Mode: h["mode"], Killed: h["killed"] == "1", Created: h.time("created"), Updated: h.time("updated"),
+	}
+}
+
+// Session implements store.Sessions.
+func (db *DB) Session(ctx context.Context, id string) (store.Session, error) {
+	h, err := db.c.HGetAll(ctx, db.sessionKey(id)).Result()
+	if err == nil && len(h) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("store/redis: reading session %q: %w", id, err)
+	}
+	return sessionOf(h), nil
+}
+
+// ChargeSession implements store.Sessions.
+func (db *DB) ChargeSession(ctx context.Context, id string, c store.Charge, now time.Time) (store.Session, error) {
+	fail := func(err error) error { return fmt.Errorf("store/redis: charging session %q: %w", id, err) }
+	if err := store.ValidSessionID(id); err != nil {
+		return store.Session{}, fail(err)
+	}
+	if err := c.Validate(); err != nil {
+		return store.Session{}, fail(err)
+	}
+	n, err := micros("now", now)
+	if err != nil {
+		return store.Session{}, fail(err)
+	}
+	res, err := chargeSession.Run(ctx, db.c, []string{db.sessionKey(id), db.killAllKey()},
+		n, c.Steps, c.Tokens, c.MicroUSD, c.MaxSteps, c.MaxTokens, c.MaxMicroUSD, int64(store.MaxCounter), id).Slice()
+	if err != nil {
+		return store.Session{}, fail(err)
+	}
+	h, err := hashOf(res[1])
+	if err != nil {
+		return store.Session{}, fail(err)
+	}
+	s := sessionOf(h)
+	if res[0] == "ok" {
+		return s, nil
+	}
+	if len(h) == 0 {
+		s = store.Session{ID: id, Created: time.UnixMicro(n).UTC(), Updated: time.UnixMicro(n).UTC()}
+	}
+	// The script refused; the shared rule, on the same state, says why.
+	if _, err := c.Apply(s, res[0] == "killed_all", now); err != nil {
+		return s, fail(err)
+	}
+	return s, fail(errors.New("the store refused a charge the shared rule allows"))
+}
+
+func (db *DB) setField(ctx context.Context, id, field, value string, now time.Time) (store.Session, error) {
+	if err := store.ValidSessionID(id); err != nil {
+		return store.Session{}, err
+	}
+	n, err := micros("now", now)
+	if err != nil {
+		return store.Session{}, err
+	}
+	v, err := setSessionField.Run(ctx, db.c, []string{db.sessionKey(id)}, n, id, field, value).Result()
+	if err != nil {
+		return store.Session{}, err
+	}
+	h, err := hashOf(v)
+	if err != nil {
+		return store.Session{}, err
+	}
+	return sessionOf(h), nil
+}
+
+// SetSessionMode implements store.Sessions.
+func (db *DB) SetSessionMode(ctx context.Context, id, mode string, now time.Time) (store.Session, error) {
+	if err := store.ValidMode(mode); err != nil {
+		return store.Session{}, fmt.Errorf("store/redis: setting the mode of session %q: %w", id, err)
+	}
+	s, err := db.setField(ctx, id, "mode", mode, now)
+	if err != nil {
+		return s, fmt.Errorf("store/redis: setting the mode of session %q: %w", id, err)
+	}
+	return s, nil
+}
+
+// KillSession implements store.Sessions.
+func (db *DB) KillSession(ctx context.Context, id string, killed bool, now time.Time) (store.Session, error) {
+	v := "0"
+	if killed {
+		v = "1"
+	}
+	s, err := db.setField(ctx, id, "killed", v, now)
+	if err != nil {
+		return s, fmt.Errorf("store/redis: killing session %q: %w", id, err)
+	}
+	return s, nil
+}
+
+// SetKillAll implements store.Sessions.
+func (db *DB) SetKillAll(ctx context.Context, killed bool) error {
+	v := "0"
+	if killed {
+		v = "1"
+	}
+	if err := db.c.Set(ctx, db.killAllKey(), v, 0).Err(); err != nil {
+		return fmt.Errorf("store/redis: setting the global kill flag: %w", err)
+	}
+	return nil
+}
+
+// KillAll implements store.Sessions.
+func (db *DB) KillAll(ctx context.Context) (bool, error) {
+	v, err := db.c.Get(ctx, db.killAllKey()).Result()
+	if errors.Is(err, goredis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store/redis: reading the global kill flag: %w", err)
+	}
+	return v == "1", nil
+}

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session is the durable state of one session: how far it went, what it
+// spent, the mode it runs in, and whether it is killed.
+type Session struct {
+	ID string `json:"id"`
+	// Step counts the steps charged so far.
+	Step int64 `json:"step"`
+	// Tokens and MicroUSD are the budget spent: model tokens, and money
+	// in millionths of a US dollar (exact, never a float).
+	Tokens   int64     `json:"tokens"`
+	MicroUSD int64     `json:"micro_usd"`
+	Mode     string    `json:"mode,omitempty"`
+	Killed   bool      `json:"killed,omitempty"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
+}
+
+// Limits on session state, the same in every backend.
+const (
+	// MaxCounter bounds every counter and budget (2^53-1): the largest
+	// integer that every backend, Redis's Lua numbers included, keeps
+	// exactly.
+	MaxCounter = 1<<53 - 1
+	// MaxSessionID bounds the bytes of a session id.
+	MaxSessionID = 256
+	// MaxMode bounds the bytes of a mode name.
+	MaxMode = 64
+)
+
+// Charge is what one step adds to a session, and the budget the totals
+// must stay within. A zero Max field means that total is not bounded.
+type Charge struct {
+	Steps, Tokens, MicroUSD          int64
+	MaxSteps, MaxTokens, MaxMicroUSD int64
+}
+
+// Errors callers branch on.
+var (
+	// ErrKilled: the session, or every session (the global kill flag), is
+	// killed; nothing was charged.
+	ErrKilled = errors.New("store: the session is killed")
+	// ErrOverBudget: the charge would take a total past its limit; nothing
+	// was charged. The error is a *BudgetError.
+	ErrOverBudget = errors.New("store: the charge would pass the session's budget")
+)
+
+// BudgetError names the limit a refused charge would have passed.
+type BudgetError struct {
+	Limit       string // "steps", "tokens" or "micro_usd"
+	Spent, Add  int64
+	Max         int64
+	SessionID   string
+	SessionStep int64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("store: session %q: %s would reach %d, past the limit %d (spent %d, charged %d)",
+		e.SessionID, e.Limit, e.Spent+e.Add, e.Max, e.Spent, e.Add)
+}
+
+// Is makes errors.Is(err, ErrOverBudget) true.
+func (e *BudgetError) Is(target error) bool { return target == ErrOverBudget }
+
+// Validate refuses a charge that no backend may apply: a negative amount or
+// limit, or one past MaxCounter.
+func (c Charge) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"Steps", c.Steps}, {"Tokens", c.Tokens}, {"MicroUSD", c.MicroUSD},
+		{"MaxSteps", c.MaxSteps}, {"MaxTokens", c.MaxTokens}, {"MaxMicroUSD", c.MaxMicroUSD},
+	} {
+		if f.v < 0 || f.v > MaxCounter {
+			return fmt.Errorf("charge %s = %d is outside 0 to %d (store.MaxCounter)", f.name, f.v, int64(MaxCounter))
+		}
+	}
+	return nil
+}
+
+// Check returns the *BudgetError that charging s with c would cause, or
+// nil. A total past MaxCounter is refused as over budget too, so no backend
+// ever stores an inexact counter. Every backend applies exactly this rule
+// under its lock or script.
+func (c Charge) Check(s Session) error {
+	for _, f := range []struct {
+		name            string
+		spent, add, max int64
+	}{
+		{"steps", s.Step, c.Steps, c.MaxSteps},
+		{"tokens", s.Tokens, c.Tokens, c.MaxTokens},
+		{"micro_usd", s.MicroUSD, c.MicroUSD, c.MaxMicroUSD},
+	} {
+		limit := f.max
+		if limit == 0 {
+			limit = MaxCounter
+		}
+		if f.spent+f.add > limit {
+			return &BudgetError{Limit: f.name, Spent: f.spent, Add: f.add, Max: limit, SessionID: s.ID, SessionStep: s.Step}
+		}
+	}
+	return nil
+}
+
+// ValidSessionID refuses an empty or over-long session id.
+func ValidSessionID(id string) error {
+	if id == "" || len(id) > MaxSessionID {
+		return fmt.Errorf("the session id must be 1 to %d bytes (store.MaxSessionID), not %d", MaxSessionID, len(id))
+	}
+	return nil
+}
+
+// Sessions holds session state and the global kill flag. Every method is
+// atomic, also across processes sharing the backing store. A session comes
+// into being at its first write.
+type Sessions interface {
+	// Session reads one session. ErrNotFound when it was never written.
+	Session(ctx context.Context, id string) (Session, error)
+	// ChargeSession adds c to the session's totals in one step, creating
+	// the session when it is new, and returns it as it now stands. It
+	// refuses, changing nothing, when the session or every session is
+	// killed (ErrKilled) or when c.Check fails (a *BudgetError, which
+	// is ErrOverBudget); the session is then returned as it stands.
+	ChargeSession(ctx context.Context, id string, c Charge, now time.Time) (Session, error)
+	// SetSessionMode sets the session's mode.
+	SetSessionMode(ctx context.Context, id, mode string, now time.Time) (Session, error)
+	// KillSession sets or clears the session's kill flag. A session killed
+	// before its first step stays killed when it starts.
+	KillSession(ctx context.Context, id string, killed bool, now time.Time) (Session, error)
+	// SetKillAll sets or clears the global kill flag, which refuses every
+	// charge of every session while set.
+	SetKillAll(ctx context.Context, killed bool) error
+	// KillAll reads the global kill flag.
+	KillAll(ctx context.Context) (bool, error)
+}
+
+// Backend is every kind of state behind one handle: what storeurl.Open
+// returns and what a server hands its gate.
+type Backend interface {
+	Approvals
+	Sessions
+	Ledger
+	// Prune deletes what has outlived its retention: finished approvals
+	// (approvals past KeepFinished) and ledger entries past their Expires.
+	// It returns how many records went.
+	Prune(ctx context.Context, now time.Time) (int64, error)
+	Close() error
+}
+
+// KeepFinished is how long an approval stays once it can no longer change
+// (used, denied, or past its expiry): long enough to answer questions
+// about it, short enough that the store does not grow without end. The
+// audit log keeps the lasting record.
+const KeepFinished = 7 * 24 * time.Hour
+
+// Apply charges s with c at now, as a backend does under its lock: ErrKilled
+// when s or every session (killAll) is killed, the *BudgetError of Check,
+// else the charged session. A refusal returns s unchanged.
+func (c Charge) Apply(s Session, killAll bool, now time.Time) (Session, error) {
+	if killAll || s.Killed {
+		return s, fmt.Errorf("%w (%s)", ErrKilled, map[bool]string{true: "every session is killed", false: "this session is killed"}[killAll])
+	}
+	if err := c.Check(s); err != nil {
+		return s, err
+	}
+	s.Step += c.Steps
+	s.Tokens += c.Tokens
+	s.MicroUSD += c.MicroUSD
+	s.Updated = now
+	return s, nil
+}
+
+// ValidMode refuses an over-long mode name.
+func ValidMode(mode string) error {
+	if len(mode) > MaxMode {
+		return fmt.Errorf("the mode must be at most %d bytes (store.MaxMode), not %d", MaxMode, len(mode))
+	}
+	return nil
+}
