@@ -40,7 +40,28 @@ const (
 	// NetworkNone: an empty network namespace, and no new sockets but
 	// AF_UNIX. The default.
 	NetworkNone Network = "none"
+	// NetworkProxy: an empty network namespace as with NetworkNone, but
+	// for one way out: plain TCP to ProxyAddr inside the sandbox, which
+	// the backend relays to the egress proxy listening on the host's unix
+	// socket Spec.Proxy. Every other address and port stays unreachable,
+	// and no socket but AF_UNIX and TCP over IPv4 can be made. The
+	// proxy's policy decides what the command may reach through it.
+	NetworkProxy Network = "proxy"
 )
+
+// ProxyPort is the TCP port on 127.0.0.1 inside the sandbox where, in
+// NetworkProxy mode, the egress proxy answers; 3128 is the port HTTP
+// proxies are customarily found on.
+const ProxyPort = 3128
+
+// ProxyAddr is the proxy's address inside the sandbox.
+const ProxyAddr = "127.0.0.1:3128"
+
+// ProxyEnv are the variables a backend sets, in NetworkProxy mode, to
+// "http://"+ProxyAddr, each unless Spec.Env sets it: the names curl, Go,
+// Python and most HTTP clients read. ALL_PROXY is left out on purpose:
+// it would send non-HTTP protocols to an HTTP proxy.
+var ProxyEnv = []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}
 
 // Spec is what to run and how tightly. A zero field means its default.
 type Spec struct {
@@ -52,7 +73,8 @@ type Spec struct {
 	Dir string
 	// Env is the whole environment of the command, "KEY=value" each. The
 	// host's environment is never passed on; only these, plus HOME=/tmp
-	// and PATH=DefaultPath where Env sets neither.
+	// and PATH=DefaultPath where Env sets neither, and with NetworkProxy
+	// each of ProxyEnv that Env does not set.
 	Env []string
 	// Stdin is fed to the command; nil means an empty input.
 	Stdin []byte
@@ -68,6 +90,12 @@ type Spec struct {
 
 	// Network is NetworkNone when empty.
 	Network Network
+	// Proxy is the path of the unix socket on the host where an egress
+	// proxy (egress.Proxy) listens; NetworkProxy requires it, every other
+	// mode refuses it. The command never sees the path: the backend
+	// connects to it from outside the sandbox, once per connection the
+	// command makes to ProxyAddr.
+	Proxy string
 
 	Limits Limits
 
@@ -199,8 +227,17 @@ func (s *Spec) Check() error {
 	}
 	switch s.Network {
 	case "", NetworkNone:
+		if s.Proxy != "" {
+			return Invalid(fmt.Sprintf("Proxy %q is set but Network is not %q", s.Proxy, NetworkProxy),
+				fmt.Sprintf("set Network to %q, or leave Proxy empty", NetworkProxy))
+		}
+	case NetworkProxy:
+		if s.Proxy == "" || !filepath.IsAbs(s.Proxy) {
+			return Invalid(fmt.Sprintf("Network %q needs Proxy, the absolute path of the egress proxy's unix socket; got %q", NetworkProxy, s.Proxy),
+				"start an egress proxy on a unix socket and give its path as Proxy")
+		}
 	default:
-		return Invalid(fmt.Sprintf("Network %q is not supported", s.Network), fmt.Sprintf("use %q", NetworkNone))
+		return Invalid(fmt.Sprintf("Network %q is not supported", s.Network), fmt.Sprintf("use %q or %q", NetworkNone, NetworkProxy))
 	}
 	if s.Workspace != "" && !filepath.IsAbs(s.Workspace) {
 		return Invalid(fmt.Sprintf("Workspace %q is not an absolute path", s.Workspace), "give the workspace's absolute host path")
@@ -253,6 +290,9 @@ const (
 	LayerCgroupPids Layer = "cgroup_pids"
 	LayerReadOnly   Layer = "readonly_root"
 	LayerNonRoot    Layer = "non_root_user"
+	// LayerEgressProxy: NetworkProxy's relay was set up; the command's
+	// only way out is the egress proxy.
+	LayerEgressProxy Layer = "egress_proxy"
 )
 
 // Result is how a command ended.

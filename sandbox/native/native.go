@@ -30,6 +30,18 @@
 // are then refused (ErrUnavailable) unless Spec.AllowDegraded, when the
 // run goes on and Result.Degraded says what is missing.
 //
+// Network: NetworkNone leaves an empty network namespace and no socket
+// family but AF_UNIX. NetworkProxy adds one way out (see proxy.go): the
+// init, while it still may, brings loopback up, listens on
+// sandbox.ProxyAddr and hands the listener to this process, which relays
+// each connection to the host's egress proxy socket (Spec.Proxy). The
+// command may then make AF_INET TCP sockets and, by Landlock, connect to
+// sandbox.ProxyPort only; bind(2) stays denied (a listen(2) that
+// autobinds an ephemeral port is possible, and useless: nothing may
+// connect to it), and there is nothing else in its namespace.
+// HTTP_PROXY, HTTPS_PROXY, http_proxy and https_proxy (sandbox.ProxyEnv)
+// are set to the relay unless Spec.Env sets them.
+//
 //	sb, err := native.New(nil)
 //	res, err := sb.Run(ctx, sandbox.Spec{Argv: []string{"make", "test"}, Workspace: dir, WorkspaceWritable: true})
 package native
@@ -51,6 +63,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"airlock.dev/airlock/sandbox"
 	"airlock.dev/airlock/sandbox/native/internal/nsinit"
@@ -163,10 +177,18 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 	if err := checkPaths(&spec); err != nil {
 		return sandbox.Result{}, err
 	}
+	if err := checkProxy(&spec); err != nil {
+		return sandbox.Result{}, err
+	}
+	env := commandEnv(spec.Env)
+	var proxyPort uint16
+	if spec.Network == sandbox.NetworkProxy {
+		env, proxyPort = proxyEnv(env), sandbox.ProxyPort
+	}
 	var degraded []sandbox.Layer
 	cfg := nsinit.Config{
 		Argv:        spec.Argv,
-		Env:         commandEnv(spec.Env),
+		Env:         env,
 		Dir:         spec.Dir,
 		Workspace:   spec.Workspace,
 		Writable:    spec.WorkspaceWritable,
@@ -180,6 +202,7 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		CPUSec:      uint64((lim.CPU + time.Second - 1) / time.Second),
 		Seccomp:     !s.skip[sandbox.LayerSeccomp],
 		NetworkNone: true,
+		ProxyPort:   proxyPort,
 		CgroupNS:    !s.skip[sandbox.LayerCgroupNS],
 	}
 	if !s.skip[sandbox.LayerLandlock] {
@@ -336,6 +359,20 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return sandbox.Result{}, fmt.Errorf("sandbox: pipes: %w", err)
 	}
+	extra := []*os.File{cfgR, statW}
+	var relayCtl, relayChild *os.File
+	if cfg.ProxyPort != 0 {
+		// A message socket, so that the listener arrives with its one
+		// byte in one read; both ends close-on-exec, ExtraFiles dups the
+		// child's into the init alone.
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return sandbox.Result{}, fmt.Errorf("sandbox: the relay's socket pair: %w", err)
+		}
+		relayCtl, relayChild = os.NewFile(uintptr(fds[0]), "relay-ctl"), os.NewFile(uintptr(fds[1]), "relay-child")
+		closers = append(closers, relayCtl, relayChild)
+		extra = append(extra, relayChild) // nsinit.ProxyFD
+	}
 
 	cmd := &exec.Cmd{
 		Path:       s.exe,
@@ -344,7 +381,7 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 		Stdin:      stdinR,
 		Stdout:     outW,
 		Stderr:     errW,
-		ExtraFiles: []*os.File{cfgR, statW},
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: s.cloneflags(),
 			Setsid:     true,
@@ -380,6 +417,21 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 		f.Close()
 	}
 	closers = []*os.File{stdinW, outR, errR, cfgW, statR}
+	var rl *relay
+	if relayCtl != nil {
+		relayChild.Close()
+		var err error
+		rl, err = startRelay(relayCtl, spec.Proxy)
+		if err != nil {
+			rl.close()
+			cmd.Process.Kill()
+			rc.killAll()
+			cmd.Wait()
+			return sandbox.Result{}, err
+		}
+		// Whatever the outcome, the relay ends with the run.
+		defer rl.close()
+	}
 	killInit := func() { rc.killAll(); cmd.Process.Kill() }
 
 	if err := rc.add(cmd.Process.Pid); err != nil {

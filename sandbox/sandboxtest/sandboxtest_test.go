@@ -18,7 +18,8 @@ import (
 // leaky is a "backend" that isolates nothing: it runs the probe straight
 // on the host, with the host's environment. The suite must catch it.
 // It runs only the probe, and refuses what could harm the host (limits,
-// shell scripts, mounts), which the suite then reports as failures too.
+// shell scripts, mounts, and the sysctl probe, which would rename the
+// host), which the suite then reports as failures too.
 type leaky struct{}
 
 func (leaky) Name() string { return "leaky" }
@@ -28,7 +29,7 @@ func (leaky) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
 		return sandbox.Result{}, err
 	}
 	probe := sandbox.WorkspaceMount + "/probe"
-	if spec.Limits != (sandbox.Limits{}) || spec.Argv[0] != probe || slicesContains(spec.Argv, "mount") || spec.Workspace == "" {
+	if spec.Limits != (sandbox.Limits{}) || spec.Argv[0] != probe || slicesContains(spec.Argv, "mount") || slicesContains(spec.Argv, "sysctl") || spec.Workspace == "" {
 		return sandbox.Result{}, errors.New("leaky: refused")
 	}
 	var argv []string

@@ -25,7 +25,8 @@ func LandlockVersion() int {
 
 // applyLandlock restricts the calling thread: reads (and execution) of the
 // bound system dirs, /proc and /dev; writes only to /tmp, /dev/shm, a few
-// devices and, when writable, the workspace; no TCP bind or connect; no
+// devices and, when writable, the workspace; no TCP bind, and no TCP
+// connect but to the relay's port in proxy mode; no
 // signals or abstract sockets across the domain's edge. It reports false
 // when it applied less than that (only when degradation is allowed).
 func applyLandlock(cfg *Config) (bool, error) {
@@ -65,6 +66,9 @@ func applyLandlock(cfg *Config) (bool, error) {
 	}
 	if len(roFiles) > 0 {
 		rules = append(rules, landlock.ROFiles(roFiles...))
+	}
+	if cfg.ProxyPort != 0 {
+		rules = append(rules, landlock.ConnectTCP(cfg.ProxyPort))
 	}
 	fd, flags, err := c.NewRulesetFD(rules...)
 	if err != nil {

@@ -18,7 +18,9 @@
 // The protocol: the parent passes the Config as one JSON document on fd
 // ConfigFD and closes it once the child is in its cgroups (so reading it
 // is also the signal to go on); the child writes Reports, one JSON line
-// each, on fd StatusFD.
+// each, on fd StatusFD. In proxy mode (Config.ProxyPort) fd ProxyFD is a
+// unix socket on which the init sends the relay's listening socket, once,
+// before it drops its privileges (see proxy.go).
 package nsinit
 
 import (
@@ -44,6 +46,9 @@ const (
 const (
 	ConfigFD = 3
 	StatusFD = 4
+	// ProxyFD, given only when Config.ProxyPort is set, is a unix socket
+	// on which the init sends the parent the relay's listening socket.
+	ProxyFD = 5
 )
 
 // MaxConfig bounds the Config document the init reads.
@@ -70,7 +75,11 @@ type Config struct {
 	LandlockStrict bool // refuse when the kernel lacks part of it
 	Seccomp        bool
 	NetworkNone    bool
-	CgroupNS       bool
+	// ProxyPort, when not 0, is the port on 127.0.0.1 where the init
+	// opens the relay's listener (see proxy.go) and the one TCP port the
+	// command may connect to; it implies the filter's TCP-only sockets.
+	ProxyPort uint16
+	CgroupNS  bool
 }
 
 // Report is one message from the init to the parent.
@@ -240,8 +249,22 @@ func setup(cfg *Config) (int, []string, []string, *failure) {
 	}
 	path, lookErr := lookPath(cfg.Argv[0], cfg.Env)
 
+	// The relay's listener needs CAP_NET_ADMIN in the namespace (to bring
+	// loopback up), which the drop below takes away.
+	if cfg.ProxyPort != 0 {
+		if err := openRelay(cfg.ProxyPort); err != nil {
+			return 0, nil, nil, err
+		}
+		on("egress_proxy")
+	}
 	if err := dropPrivileges(cfg); err != nil {
 		return 0, nil, nil, err
+	}
+	// Changing ids clears the parent-death signal the parent set: arm it
+	// again, so that the init, and with it the whole PID namespace, dies
+	// when the airlock process that started it does, even by SIGKILL.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return 0, nil, nil, fail("caps_dropped", "fault", fmt.Errorf("re-arming the parent-death signal: %w", err))
 	}
 	on("caps_dropped")
 	if cfg.UID != 0 {
@@ -265,7 +288,7 @@ func setup(cfg *Config) (int, []string, []string, *failure) {
 		}
 	}
 	if cfg.Seccomp {
-		if err := applySeccomp(cfg.NetworkNone); err != nil {
+		if err := applySeccomp(socketPolicy(cfg)); err != nil {
 			f := fail("seccomp", "unavailable", err)
 			f.layer = "seccomp"
 			return 0, nil, nil, f

@@ -59,6 +59,35 @@ var DeniedSyscalls = []struct {
 	{unix.SYS_VHANGUP, "vhangup", "terminals of others"},
 }
 
+// Sockets says which sockets the filter lets socket(2) make.
+type Sockets int
+
+const (
+	// SocketsAny: every family (a network the namespaces bound).
+	SocketsAny Sockets = iota
+	// SocketsUnix: AF_UNIX only (NetworkNone).
+	SocketsUnix
+	// SocketsUnixTCP: AF_UNIX, and AF_INET stream sockets of protocol 0
+	// or IPPROTO_TCP (NetworkProxy): enough to reach the relay, never
+	// UDP, raw, SCTP or MPTCP, which Landlock's TCP rules do not cover.
+	SocketsUnixTCP
+)
+
+// socketPolicy is what cfg's network mode allows.
+func socketPolicy(cfg *Config) Sockets {
+	switch {
+	case cfg.ProxyPort != 0:
+		return SocketsUnixTCP
+	case cfg.NetworkNone:
+		return SocketsUnix
+	}
+	return SocketsAny
+}
+
+// sockTypeMask keeps the type of socket(2)'s second argument, without
+// SOCK_NONBLOCK and SOCK_CLOEXEC.
+const sockTypeMask = 0xf
+
 // cloneNamespaces are the clone(2) flags that make namespaces: refused
 // like unshare(2).
 const cloneNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
@@ -74,6 +103,7 @@ const (
 	offArch = 4
 	offArg0 = 16 // the low 32 bits, little-endian
 	offArg1 = 24
+	offArg2 = 32
 )
 
 // insn is one BPF instruction whose jumps may name labels.
@@ -86,10 +116,10 @@ type insn struct {
 
 // Filter returns the seccomp program: kill on a foreign architecture,
 // EPERM for the x32 ABI and the DeniedSyscalls, clone with namespace
-// flags, TIOCSTI and TIOCLINUX ioctls and, with networkNone, socket(2)
-// for every family but AF_UNIX; ENOSYS for clone3 (whose flags a filter
-// cannot read), so that C libraries fall back to clone.
-func Filter(networkNone bool) ([]unix.SockFilter, error) {
+// flags, TIOCSTI and TIOCLINUX ioctls and socket(2) for what sockets does
+// not allow; ENOSYS for clone3 (whose flags a filter cannot read), so that
+// C libraries fall back to clone.
+func Filter(sockets Sockets) ([]unix.SockFilter, error) {
 	ld := func(off uint32) insn { return insn{op: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: off} }
 	jeq := func(k uint32, jt string) insn {
 		return insn{op: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: k, jt: jt}
@@ -116,7 +146,7 @@ func Filter(networkNone bool) ([]unix.SockFilter, error) {
 		jeq(unix.SYS_CLONE3, "enosys"),
 		jeq(unix.SYS_IOCTL, "ioctl"),
 	)
-	if networkNone {
+	if sockets != SocketsAny {
 		p = append(p, jeq(unix.SYS_SOCKET, "socket"))
 	}
 	p = append(p,
@@ -129,10 +159,26 @@ func Filter(networkNone bool) ([]unix.SockFilter, error) {
 		jeq(unix.TIOCLINUX, "deny"),
 		ret(allow, ""),
 	)
-	if networkNone {
+	switch sockets {
+	case SocketsUnix:
 		p = append(p,
 			insn{op: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArg0, label: "socket"},
 			jeq(unix.AF_UNIX, "allow"),
+			ret(eperm, ""),
+		)
+	case SocketsUnixTCP:
+		p = append(p,
+			insn{op: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArg0, label: "socket"},
+			jeq(unix.AF_UNIX, "allow"),
+			jeq(unix.AF_INET, "inet"),
+			ret(eperm, ""),
+			insn{op: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArg1, label: "inet"},
+			insn{op: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, k: sockTypeMask},
+			jeq(unix.SOCK_STREAM, "inetproto"),
+			ret(eperm, ""),
+			insn{op: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArg2, label: "inetproto"},
+			jeq(0, "allow"),
+			jeq(unix.IPPROTO_TCP, "allow"),
 			ret(eperm, ""),
 		)
 	}
@@ -176,8 +222,8 @@ func assemble(p []insn) ([]unix.SockFilter, error) {
 // applySeccomp installs the filter on the calling thread only (no TSYNC):
 // the command is forked from this thread, and the init's other threads
 // never run code of the command.
-func applySeccomp(networkNone bool) error {
-	f, err := Filter(networkNone)
+func applySeccomp(sockets Sockets) error {
+	f, err := Filter(sockets)
 	if err != nil {
 		return err
 	}

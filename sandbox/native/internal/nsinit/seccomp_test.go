@@ -42,6 +42,8 @@ func run(t testing.TB, prog []unix.SockFilter, nr uint32, arch uint32, args ...u
 			} else {
 				pc += int(in.Jf)
 			}
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			acc &= in.K
 		case unix.BPF_RET | unix.BPF_K:
 			return in.K
 		default:
@@ -61,8 +63,8 @@ const (
 )
 
 func TestFilter(t *testing.T) {
-	for _, networkNone := range []bool{true, false} {
-		prog, err := Filter(networkNone)
+	for _, sockets := range []Sockets{SocketsUnix, SocketsAny, SocketsUnixTCP} {
+		prog, err := Filter(sockets)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,10 +76,16 @@ func TestFilter(t *testing.T) {
 				t.Errorf("x32 %s: got %#x, want EPERM", s.Name, got)
 			}
 		}
-		inet := uint32(allow)
-		if networkNone {
+		// inet is what becomes of a family other than AF_UNIX, tcp of an
+		// AF_INET TCP socket.
+		inet, tcp := uint32(allow), uint32(allow)
+		switch sockets {
+		case SocketsUnix:
+			inet, tcp = eperm, eperm
+		case SocketsUnixTCP:
 			inet = eperm
 		}
+		const sctp, mptcp = 132, 262
 		for _, c := range []struct {
 			name string
 			nr   uint32
@@ -99,13 +107,21 @@ func TestFilter(t *testing.T) {
 			{"ioctl TIOCLINUX", unix.SYS_IOCTL, x86_64, []uint64{0, unix.TIOCLINUX}, eperm},
 			{"ioctl TCGETS", unix.SYS_IOCTL, x86_64, []uint64{0, unix.TCGETS}, allow},
 			{"socket unix", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_UNIX}, allow},
-			{"socket inet", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET}, inet},
+			{"socket inet stream", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_STREAM}, tcp},
+			{"socket inet stream tcp cloexec", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_STREAM | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK, unix.IPPROTO_TCP}, tcp},
+			{"socket inet stream, high bits of the protocol", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_STREAM, 1 << 32}, tcp},
+			{"socket inet stream sctp", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_STREAM, sctp}, inet},
+			{"socket inet stream mptcp", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_STREAM, mptcp}, inet},
+			{"socket inet dgram", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_DGRAM}, inet},
+			{"socket inet raw", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP}, inet},
+			{"socket inet seqpacket", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET, unix.SOCK_SEQPACKET}, inet},
+			{"socket inet6 stream", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_INET6, unix.SOCK_STREAM}, inet},
 			{"socket packet", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_PACKET}, inet},
 			{"socket netlink", unix.SYS_SOCKET, x86_64, []uint64{unix.AF_NETLINK}, inet},
 			{"socketpair", unix.SYS_SOCKETPAIR, x86_64, []uint64{unix.AF_UNIX}, allow},
 		} {
 			if got := run(t, prog, c.nr, c.arch, c.args...); got != c.want {
-				t.Errorf("networkNone=%v %s: got %#x, want %#x", networkNone, c.name, got, c.want)
+				t.Errorf("sockets=%v %s: got %#x, want %#x", sockets, c.name, got, c.want)
 			}
 		}
 	}
@@ -122,14 +138,20 @@ func TestAssembleRejectsBadJumps(t *testing.T) {
 	}
 }
 
-// FuzzFilter runs the filter on arbitrary syscall data: it must always
-// return, and never allow a denied syscall, a namespace clone or a
-// foreign architecture.
+// FuzzFilter runs the filters of NetworkNone and of the proxy mode on
+// arbitrary syscall data: they must always return, and never allow a
+// denied syscall, a namespace clone, a foreign architecture or a socket
+// their mode does not allow.
 func FuzzFilter(f *testing.F) {
 	f.Add(uint32(unix.SYS_WRITE), uint32(x86_64), uint64(0), uint64(0))
 	f.Add(uint32(unix.SYS_CLONE), uint32(x86_64), uint64(unix.CLONE_NEWUSER), uint64(0))
 	f.Add(uint32(unix.SYS_SOCKET), uint32(x86_64), uint64(unix.AF_INET6), uint64(0))
-	prog, err := Filter(true)
+	f.Add(uint32(unix.SYS_SOCKET), uint32(x86_64), uint64(unix.AF_INET), uint64(unix.SOCK_DGRAM))
+	prog, err := Filter(SocketsUnix)
+	if err != nil {
+		f.Fatal(err)
+	}
+	tcpProg, err := Filter(SocketsUnixTCP)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -138,6 +160,19 @@ func FuzzFilter(f *testing.F) {
 		denied[uint32(s.Nr)] = true
 	}
 	f.Fuzz(func(t *testing.T, nr, arch uint32, a0, a1 uint64) {
+		// The proxy mode's filter: only TCP over IPv4 beyond AF_UNIX,
+		// whatever the protocol argument (the fuzzer's a1 reused for it).
+		for _, proto := range []uint64{0, a1, a1 >> 8} {
+			got := run(t, tcpProg, nr, arch, a0, a1, proto)
+			tcpOK := uint32(a0) == unix.AF_INET && uint32(a1)&sockTypeMask == unix.SOCK_STREAM &&
+				(uint32(proto) == 0 || uint32(proto) == unix.IPPROTO_TCP)
+			if arch == x86_64 && nr == unix.SYS_SOCKET && uint32(a0) != unix.AF_UNIX && !tcpOK && got == allow {
+				t.Fatalf("proxy mode: socket(%d, %#x, %d) allowed", a0, a1, proto)
+			}
+			if arch == x86_64 && denied[nr] && got != eperm {
+				t.Fatalf("proxy mode: denied syscall %d allowed: %#x", nr, got)
+			}
+		}
 		got := run(t, prog, nr, arch, a0, a1)
 		switch {
 		case arch != x86_64 && got != kill:
