@@ -1,0 +1,210 @@
+// Command redactbench compares airlock's redact package with gitleaks v8's
+// detector on the same generated corpus: throughput in MB/s and recall per
+// kind over the secrets planted in it. Run it from the bench directory:
+//
+//	go run ./redactbench [-size 50] [-seed 1] [-every 50] [-rounds 3] [-gitleaks-rounds 1] [-chunk 1]
+//
+// The corpus (code, prose, logs, the labelled set's hard negatives, and one
+// labelled positive in about every -every lines) is generated from -seed by
+// airlock.dev/airlock/redact/redacttest, so every run sees the same bytes.
+// Both engines are used in-process, one goroutine each, on the same
+// line-aligned chunks of -chunk MiB (gitleaks through DetectBytes, its
+// default config; airlock through Redactor.Find); airlock's Stream over the
+// whole corpus is timed too. airlock runs -rounds times, gitleaks
+// -gitleaks-rounds times, and the median wall time and median process CPU
+// time of each are reported (CPU time is the steadier figure on a shared
+// machine). A secret counts as found by gitleaks when one of its
+// findings' Secret or Match contains the planted value or lies inside it.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"airlock.dev/airlock/redact"
+	"airlock.dev/airlock/redact/redacttest"
+	"github.com/rs/zerolog"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/logging"
+)
+
+func main() {
+	size := flag.Int("size", 50, "corpus size in MB (10^6 bytes)")
+	seed := flag.Uint64("seed", 1, "corpus seed")
+	every := flag.Int("every", 50, "one planted secret in about this many lines")
+	rounds := flag.Int("rounds", 3, "timed rounds of airlock; the median is reported")
+	glRounds := flag.Int("gitleaks-rounds", 1, "timed rounds of gitleaks (slow: about a second per MB)")
+	chunkMiB := flag.Int("chunk", 1, "chunk size in MiB handed to each engine")
+	flag.Parse()
+	if *size < 1 || *rounds < 1 || *glRounds < 1 || *chunkMiB < 1 || *every < 2 {
+		fatal(fmt.Errorf("-size, -rounds and -chunk must be at least 1, -every at least 2"))
+	}
+	logging.Logger = zerolog.New(io.Discard)
+
+	text, planted, err := redacttest.Corpus(*size*1_000_000, *seed, *every)
+	if err != nil {
+		fatal(err)
+	}
+	chunks := split(text, *chunkMiB<<20)
+	fmt.Printf("corpus: %d bytes, %d chunks, %d planted secrets, seed %d; %s, GOMAXPROCS %d\n",
+		len(text), len(chunks), len(planted), *seed, runtime.GOARCH, runtime.GOMAXPROCS(0))
+
+	rd, err := redact.New(nil)
+	if err != nil {
+		fatal(err)
+	}
+	gl, err := detect.NewDetectorDefaultConfig()
+	if err != nil {
+		fatal(err)
+	}
+
+	var airFound [][]redact.Finding
+	airTime := timeRounds(*rounds, func() {
+		airFound = airFound[:0]
+		for _, c := range chunks {
+			airFound = append(airFound, rd.Find(c.text))
+		}
+	})
+	streamTime := timeRounds(*rounds, func() {
+		if err := rd.Stream(io.Discard, bytes.NewReader(text)); err != nil {
+			fatal(err)
+		}
+	})
+	var glFound [][]string
+	glTime := timeRounds(*glRounds, func() {
+		glFound = glFound[:0]
+		for _, c := range chunks {
+			var vals []string
+			for _, f := range gl.DetectBytes(c.text) {
+				vals = append(vals, f.Secret, f.Match)
+			}
+			glFound = append(glFound, vals)
+		}
+	})
+
+	mb := float64(len(text)) / 1e6
+	fmt.Printf("\n%-28s %10s %10s %10s %12s\n", "engine", "wall s", "MB/s", "CPU s", "MB/CPU-s")
+	for _, e := range []struct {
+		name string
+		t    timing
+	}{{"airlock redact (Find)", airTime}, {"airlock redact (Stream)", streamTime}, {"gitleaks v8 (DetectBytes)", glTime}} {
+		fmt.Printf("%-28s %10.3f %10.1f %10.3f %12.1f\n", e.name, e.t.wall.Seconds(), mb/e.t.wall.Seconds(), e.t.cpu.Seconds(), mb/e.t.cpu.Seconds())
+	}
+	fmt.Printf("speed-up (Find / gitleaks): %.1fx wall, %.1fx CPU\n", glTime.Seconds()/airTime.Seconds(), glTime.cpu.Seconds()/airTime.cpu.Seconds())
+
+	// Recall per kind.
+	type tally struct{ n, air, gl int }
+	byKind := map[string]*tally{}
+	ci := 0
+	for _, p := range planted {
+		for ci < len(chunks)-1 && p.Start >= chunks[ci].end {
+			ci++
+		}
+		c := chunks[ci]
+		t := byKind[p.Kind]
+		if t == nil {
+			t = &tally{}
+			byKind[p.Kind] = t
+		}
+		t.n++
+		s, e := p.Start-c.start, p.End-c.start
+		for _, f := range airFound[ci] {
+			if f.Start <= s && f.End >= e {
+				t.air++
+				break
+			}
+		}
+		val := string(c.text[s:e])
+		for _, g := range glFound[ci] {
+			if g != "" && (strings.Contains(g, val) || len(g) >= 8 && strings.Contains(val, g)) {
+				t.gl++
+				break
+			}
+		}
+	}
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	fmt.Printf("\n%-22s %7s %9s %9s\n", "kind", "planted", "airlock", "gitleaks")
+	var n, air, g int
+	for _, k := range kinds {
+		t := byKind[k]
+		n, air, g = n+t.n, air+t.air, g+t.gl
+		fmt.Printf("%-22s %7d %8.1f%% %8.1f%%\n", k, t.n, pct(t.air, t.n), pct(t.gl, t.n))
+	}
+	fmt.Printf("%-22s %7d %8.1f%% %8.1f%%\n", "all", n, pct(air, n), pct(g, n))
+}
+
+type chunk struct {
+	text       []byte
+	start, end int
+}
+
+// split cuts text into chunks of about size bytes, each ending at a line
+// end, so that no engine sees a secret cut in two.
+func split(text []byte, size int) []chunk {
+	var out []chunk
+	for start := 0; start < len(text); {
+		end := min(len(text), start+size)
+		if end < len(text) {
+			if i := bytes.LastIndexByte(text[start:end], '\n'); i > 0 {
+				end = start + i + 1
+			}
+		}
+		out = append(out, chunk{text[start:end], start, end})
+		start = end
+	}
+	return out
+}
+
+// timing is one engine's median wall time and median process CPU time
+// (user + system, all threads) over the rounds. On a shared machine the
+// CPU time is the steadier figure.
+type timing struct{ wall, cpu time.Duration }
+
+func (t timing) Seconds() float64 { return t.wall.Seconds() }
+
+func timeRounds(rounds int, fn func()) timing {
+	var walls, cpus []time.Duration
+	for range rounds {
+		runtime.GC()
+		c0, t := cpuTime(), time.Now()
+		fn()
+		walls = append(walls, time.Since(t))
+		cpus = append(cpus, cpuTime()-c0)
+	}
+	slices.Sort(walls)
+	slices.Sort(cpus)
+	return timing{walls[len(walls)/2], cpus[len(cpus)/2]}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func pct(a, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(n)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "redactbench:", err)
+	os.Exit(1)
+}

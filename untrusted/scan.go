@@ -1,0 +1,656 @@
+package untrusted
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Scan limits and the default threshold. A zero Options field takes its
+// default.
+const (
+	// DefaultThreshold is the score at or above which a report is Flagged.
+	DefaultThreshold = 0.5
+	// DefaultMaxScanBytes is how much of a text Scan reads; the rest is
+	// not scanned and the report says Truncated.
+	DefaultMaxScanBytes = 256 << 10
+	// DefaultMaxDecoded is how many encoded candidates (base64, hex) one
+	// Scan decodes and rescans, over all depths.
+	DefaultMaxDecoded = 32
+	// DefaultMaxDepth is how many layers of encoding Scan looks through
+	// (base64 inside base64 is depth 2).
+	DefaultMaxDepth = 2
+	// DefaultMaxSignals is how many signals one Scan collects; past it the
+	// scan stops (the score is saturated long before) and says Truncated.
+	DefaultMaxSignals = 256
+	// MinEncodedBytes is the shortest run Scan tries to decode.
+	MinEncodedBytes = 24
+	// MaxEncodedBytes is the longest run Scan decodes; a longer one is
+	// decoded in its first MaxEncodedBytes.
+	MaxEncodedBytes = 64 << 10
+)
+
+// Signal names, stable: callers and the audit log branch on them.
+const (
+	SignalInstructionOverride     = "instruction_override"     // "ignore previous instructions", in many languages
+	SignalRoleSpoofing            = "role_spoofing"            // "you are now", "developer mode", "this is the system"
+	SignalTurnSpoofing            = "turn_spoofing"            // a line starting "Human:", "Assistant:", "System:"
+	SignalChatTemplate            = "chat_template"            // <|im_start|>, [INST], <<SYS>>, <|system|> ...
+	SignalEnvelopeClosing         = "envelope_closing"         // </untrusted...> inside untrusted text
+	SignalTagClosing              = "tag_closing"              // </tool_result>, </system>, </document> ...
+	SignalToolCallInstruction     = "tool_call_instruction"    // "call the X tool", "run the following command"
+	SignalExfiltrationInstruction = "exfiltration_instruction" // "send the contents to", "post to http", "reveal your system prompt"
+	SignalMarkdownImageExfil      = "markdown_image_exfil"     // ![](https://host/?q=...) and <img src=...?...>
+	SignalLinkExfil               = "link_exfil"               // [text](https://host/?data={...}) with a template or secret-named parameter
+	SignalHiddenText              = "hidden_text"              // HTML comments or CSS-hidden text with instructions, tag characters, zero-width runs, bidi controls
+	SignalEncodedPayload          = "encoded_payload"          // base64, hex or rot13 that decodes to instructions
+)
+
+// Options tune Scan. A nil *Options, and every zero field, means the
+// default.
+type Options struct {
+	Threshold    float64 `yaml:"threshold" json:"threshold,omitempty"`
+	MaxScanBytes int     `yaml:"max_scan_bytes" json:"max_scan_bytes,omitempty"`
+	MaxDecoded   int     `yaml:"max_decoded" json:"max_decoded,omitempty"`
+	MaxDepth     int     `yaml:"max_depth" json:"max_depth,omitempty"`
+	MaxSignals   int     `yaml:"max_signals" json:"max_signals,omitempty"`
+}
+
+// Signal is one piece of evidence: its name, its byte span in the scanned
+// text, and the weight it adds. Detail says more where it helps ("in an
+// HTML comment", "base64"); it never quotes the text.
+type Signal struct {
+	Name   string  `json:"name"`
+	Start  int     `json:"start"`
+	End    int     `json:"end"`
+	Weight float64 `json:"weight"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// Report is what Scan found. Score is in [0, 1]: the signals' weights
+// combined as independent evidence (1 - Π(1 - w), strongest weight per
+// name). Flagged is Score >= the threshold.
+type Report struct {
+	Score     float64  `json:"score"`
+	Flagged   bool     `json:"flagged"`
+	Signals   []Signal `json:"signals"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
+// Names lists the report's signal names, sorted, once each.
+func (r Report) Names() []string {
+	var names []string
+	for _, s := range r.Signals {
+		if !slices.Contains(names, s.Name) {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Scan scores text with the default options.
+func Scan(text string) Report {
+	r, _ := ScanWith(text, nil)
+	return r
+}
+
+// ScanWith scores text. It fails only on bad options.
+func ScanWith(text string, opts *Options) (Report, error) {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Threshold < 0 || o.Threshold > 1 || o.MaxScanBytes < 0 || o.MaxDecoded < 0 || o.MaxDepth < 0 || o.MaxSignals < 0 {
+		return Report{}, errorf(CodeInvalidOption, "Use a threshold from 0 to 1 and limits of 0 (default) or more", "scan options out of range: %+v", o)
+	}
+	if o.Threshold == 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.MaxScanBytes == 0 {
+		o.MaxScanBytes = DefaultMaxScanBytes
+	}
+	if o.MaxDecoded == 0 {
+		o.MaxDecoded = DefaultMaxDecoded
+	}
+	if o.MaxDepth == 0 {
+		o.MaxDepth = DefaultMaxDepth
+	}
+	if o.MaxSignals == 0 {
+		o.MaxSignals = DefaultMaxSignals
+	}
+	var rep Report
+	if len(text) > o.MaxScanBytes {
+		text = text[:o.MaxScanBytes]
+		for len(text) > 0 && !utf8.RuneStart(text[len(text)-1]) {
+			text = text[:len(text)-1]
+		}
+		rep.Truncated = true
+	}
+	s := &scanner{budget: o.MaxDecoded, maxDepth: o.MaxDepth, maxSignals: o.MaxSignals}
+	rep.Signals = s.scan(text, 0, 0)
+	if s.signals >= s.maxSignals {
+		rep.Truncated = true
+		rep.Signals = rep.Signals[:min(len(rep.Signals), s.maxSignals)]
+	}
+	slices.SortStableFunc(rep.Signals, func(a, b Signal) int { return a.Start - b.Start })
+	best := map[string]float64{}
+	for _, sig := range rep.Signals {
+		best[sig.Name] = max(best[sig.Name], sig.Weight)
+	}
+	keep := 1.0
+	for _, w := range best {
+		keep *= 1 - w
+	}
+	rep.Score = math.Round((1-keep)*1000) / 1000
+	rep.Flagged = rep.Score >= o.Threshold
+	if rep.Signals == nil {
+		rep.Signals = []Signal{}
+	}
+	return rep, nil
+}
+
+// phrase is a compiled pattern for one signal.
+type phrase struct {
+	name   string
+	re     *regexp.Regexp
+	weight float64
+	detail string
+	// check, if set, must accept the match: for image and link phrases,
+	// that the URL's query carries data rather than a badge's style=flat.
+	check func(match string) bool
+	// need and nonASCII are the prefilter; see p.
+	need     [][]string
+	nonASCII bool
+}
+
+// p compiles a phrase. need is its prefilter: groups joined by " & ",
+// each a list of alternatives joined by "|"; a chunk of text is matched
+// only if, ASCII lower-cased, it holds one alternative of every group.
+// need "*" means the phrase is in a non-Latin script and runs only on
+// chunks with non-ASCII text.
+func p(name string, weight float64, detail, need, re string) phrase {
+	ph := phrase{name: name, re: regexp.MustCompile(re), weight: weight, detail: detail}
+	if need == "*" {
+		ph.nonASCII = true
+		return ph
+	}
+	for _, g := range strings.Split(need, " & ") {
+		ph.need = append(ph.need, strings.Split(g, "|"))
+	}
+	return ph
+}
+
+// wanted reports whether the phrase may match in a chunk, by its
+// prefilter: a superset test, the regular expression decides.
+func (ph *phrase) wanted(c *chunkIndex) bool {
+	if ph.nonASCII {
+		return c.nonASCII
+	}
+	for _, g := range ph.need {
+		ok := false
+		for _, a := range g {
+			if c.has(a) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// chunkIndex answers "does the chunk hold this anchor" in one map lookup
+// for word anchors: it holds the first four letters of every ASCII word
+// of the chunk (and whole words shorter than that), lower-cased. Anchors
+// with other characters ("<|", "](") are looked for in the text itself.
+type chunkIndex struct {
+	lower    string
+	words    map[string]bool
+	nonASCII bool
+}
+
+func indexChunk(chunk string) *chunkIndex {
+	lower, non := asciiLower(chunk)
+	c := &chunkIndex{lower: lower, words: map[string]bool{}, nonASCII: non}
+	for i := 0; i < len(lower); {
+		if !isLetter(lower[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(lower) && isLetter(lower[j]) {
+			j++
+		}
+		c.words[lower[i:min(j, i+4)]] = true
+		i = j
+	}
+	return c
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' }
+
+func (c *chunkIndex) has(anchor string) bool {
+	word := true
+	for i := 0; i < len(anchor); i++ {
+		if !isLetter(anchor[i]) {
+			word = false
+			break
+		}
+	}
+	if !word {
+		return strings.Contains(c.lower, anchor)
+	}
+	return c.words[anchor[:min(len(anchor), 4)]]
+}
+
+// hiddenPatterns find text meant to be invisible to a person.
+var (
+	htmlComment = regexp.MustCompile(`(?s)<!--(.*?)-->`)
+	cssHidden   = regexp.MustCompile(`(?is)<([a-z][a-z0-9]*)\b[^>]{0,500}\bstyle\s*=\s*["'][^"']{0,500}(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:;|["'])|opacity\s*:\s*0(?:\.0*)?\s*(?:;|["'])|color\s*:\s*(#fff(?:fff)?|white|transparent)\b[^"']{0,200}background(?:-color)?\s*:\s*(?:#fff(?:fff)?|white)\b)[^"']{0,500}["'][^>]{0,500}>(.*?)</`)
+)
+
+// scanner carries the decode budget across depths.
+type scanner struct {
+	budget     int
+	maxDepth   int
+	maxSignals int
+	signals    int // signals found so far, at every depth
+}
+
+// scan finds signals in text; offsets are shifted by base so that signals
+// found in decoded text point at the encoded run in the original.
+func (s *scanner) scan(text string, base, depth int) []Signal {
+	var sigs []Signal
+	add := func(name string, start, end int, w float64, detail string) {
+		if depth > 0 {
+			start, end = 0, 0 // inside a decoded run, offsets are the run's
+		}
+		s.signals++
+		sigs = append(sigs, Signal{Name: name, Start: base + start, End: base + end, Weight: w, Detail: detail})
+	}
+
+	// Invisible characters first: they are evidence themselves, and they
+	// are removed before phrases are matched, so that "ig\u200bnore"
+	// still reads "ignore".
+	folded, offs := fold(text)
+	s.invisible(text, add, depth)
+
+	for _, c := range chunks(folded) {
+		if s.signals >= s.maxSignals {
+			break
+		}
+		chunk := folded[c[0]:c[1]]
+		idx := indexChunk(chunk)
+		for i := range phrases {
+			ph := &phrases[i]
+			if !ph.wanted(idx) {
+				continue
+			}
+			for _, m := range ph.re.FindAllStringIndex(chunk, MaxMatchesPerChunk) {
+				if ph.check != nil && !ph.check(chunk[m[0]:m[1]]) {
+					continue
+				}
+				s, e := c[0]+m[0], c[0]+m[1]
+				add(ph.name, offs[s], offs[e], ph.weight*discount(folded, s, e), ph.detail)
+			}
+		}
+	}
+
+	// Hidden HTML: comments and CSS-hidden elements whose content holds
+	// instructions. A comment with ordinary text is no signal.
+	for _, m := range htmlComment.FindAllStringSubmatchIndex(text, 64) {
+		if inner := s.phraseSignals(text[m[2]:m[3]]); inner > 0 {
+			add(SignalHiddenText, m[0], m[1], 0.5, "instructions in an HTML comment")
+		}
+	}
+	for _, m := range cssHidden.FindAllStringSubmatchIndex(text, 64) {
+		if m[6] >= 0 {
+			if inner := s.phraseSignals(text[m[6]:m[7]]); inner > 0 {
+				add(SignalHiddenText, m[0], m[1], 0.6, "instructions in CSS-hidden text")
+			}
+		}
+	}
+
+	if depth >= s.maxDepth {
+		return sigs
+	}
+	// Encoded payloads: decode bounded candidates and rescan them.
+	for _, m := range encodedRuns(text) {
+		if s.budget <= 0 {
+			break
+		}
+		run := text[m[0]:min(m[1], m[0]+MaxEncodedBytes)]
+		dec, kind := decode(run)
+		if dec == "" {
+			continue
+		}
+		s.budget--
+		inner := s.scan(dec, base+m[0], depth+1)
+		if len(inner) > 0 {
+			add(SignalEncodedPayload, m[0], m[1], 0.6, kind)
+			if depth == 0 {
+				for i := range inner {
+					inner[i].Start, inner[i].End = base+m[0], base+m[1]
+				}
+			}
+			sigs = append(sigs, inner...)
+		}
+	}
+	// rot13: only the instruction phrases are looked for in the rotated
+	// text, and only where the plain text had none.
+	if depth == 0 && !hasName(sigs, SignalInstructionOverride) {
+		rot := rot13(folded)
+		for _, ph := range phrases[:4] {
+			if m := ph.re.FindStringIndex(rot[:min(len(rot), Rot13Bytes)]); m != nil {
+				add(SignalEncodedPayload, offs[m[0]], offs[m[1]], 0.6, "rot13")
+				add(SignalInstructionOverride, offs[m[0]], offs[m[1]], ph.weight, "rot13")
+				break
+			}
+		}
+	}
+	return sigs
+}
+
+// Chunking limits for phrase matching.
+const (
+	// ChunkBytes is the most text one phrase search runs over: lines are
+	// packed into chunks up to this size, and a longer line is cut (at a
+	// space near the limit when there is one). A phrase split across a
+	// cut is not seen.
+	ChunkBytes = 512
+	// MaxMatchesPerChunk bounds the matches of one phrase in one chunk.
+	MaxMatchesPerChunk = 16
+	// Rot13Bytes is how much text the rot13 check reads.
+	Rot13Bytes = 64 << 10
+)
+
+// chunks cuts text into spans of whole lines of at most ChunkBytes.
+func chunks(text string) [][2]int {
+	var out [][2]int
+	start := 0
+	for start < len(text) {
+		end := min(len(text), start+ChunkBytes)
+		if end < len(text) {
+			if i := strings.LastIndexByte(text[start:end], '\n'); i > 0 {
+				end = start + i + 1
+			} else if i := strings.LastIndexByte(text[max(start, end-256):end], ' '); i > 0 {
+				end = max(start, end-256) + i + 1
+			}
+			for end > start+1 && !utf8.RuneStart(text[end]) {
+				end--
+			}
+		}
+		out = append(out, [2]int{start, end})
+		start = end
+	}
+	return out
+}
+
+// asciiLower lower-cases ASCII letters only, so offsets stay the same,
+// and reports whether s has any non-ASCII byte.
+func asciiLower(s string) (string, bool) {
+	b := []byte(s)
+	non := false
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		} else if c >= 0x80 {
+			non = true
+		}
+	}
+	return string(b), non
+}
+
+// encodedRuns finds runs of the base64 (both alphabets) and hex
+// characters of at least MinEncodedBytes, with up to two '=' after.
+func encodedRuns(text string) [][2]int {
+	var out [][2]int
+	in := func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+	}
+	for i := 0; i < len(text); {
+		if !in(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && in(text[j]) {
+			j++
+		}
+		end := j
+		for k := 0; k < 2 && end < len(text) && text[end] == '='; k++ {
+			end++
+		}
+		if j-i >= MinEncodedBytes {
+			out = append(out, [2]int{i, end})
+		}
+		i = end
+	}
+	return out
+}
+
+// phraseSignals counts phrase matches in s, for hidden-text checks.
+func (s *scanner) phraseSignals(text string) int {
+	folded, _ := fold(text)
+	n := 0
+	for _, c := range chunks(folded) {
+		if s.signals >= s.maxSignals {
+			break
+		}
+		chunk := folded[c[0]:c[1]]
+		idx := indexChunk(chunk)
+		for i := range phrases {
+			ph := &phrases[i]
+			if !ph.wanted(idx) {
+				continue
+			}
+			if m := ph.re.FindStringIndex(chunk); m != nil && (ph.check == nil || ph.check(chunk[m[0]:m[1]])) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func hasName(sigs []Signal, name string) bool {
+	for _, s := range sigs {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// discount lowers a phrase's weight when the text is talking about the
+// phrase rather than using it: quoted, or near words like "prompt
+// injection", "for example", "says". An attack that is also quoted still
+// counts, at half weight.
+func discount(text string, start, end int) float64 {
+	f := 1.0
+	before := text[max(0, start-3):start]
+	after := text[end:min(len(text), end+200)]
+	if strings.ContainsAny(before, "\"'“«「`") && strings.ContainsAny(after, "\"'”»」`") {
+		f *= 0.5
+	}
+	lower, _ := asciiLower(text[max(0, start-200):start])
+	for _, m := range metaContext {
+		if strings.Contains(lower, m) {
+			f *= 0.6
+			break
+		}
+	}
+	return f
+}
+
+// metaContext are words that, shortly before a phrase, say the text is
+// about injections rather than one (matched after whitespace folding).
+var metaContext = []string{
+	"prompt injection", "prompt-injection", "jailbreak", "injection attack", "for example", "e.g.",
+	"such as", "red team", "red-team", "attackers may", "attackers can", "attacker may", "attacker can",
+	"an attack", "an example", "looks like", "look like", "phrase like", "phrases like", "says", "said",
+	"would say",
+}
+
+// invisible adds hidden_text for Unicode tag characters (and rescans the
+// ASCII they spell), zero-width runs and bidirectional controls.
+func (s *scanner) invisible(text string, add func(string, int, int, float64, string), depth int) {
+	var tags strings.Builder
+	tagStart, tagEnd := -1, -1
+	zw, zwStart, zwEnd := 0, -1, -1
+	bidi, bidiStart, bidiEnd := 0, -1, -1
+	prevEmoji := false
+	for i, r := range text {
+		switch {
+		case r >= 0xE0000 && r <= 0xE007F:
+			if prevEmoji && r != 0xE0001 {
+				continue // emoji tag sequences (subdivision flags) use tag letters
+			}
+			if tagStart < 0 {
+				tagStart = i
+			}
+			tagEnd = i + utf8.RuneLen(r)
+			if r >= 0xE0020 && r <= 0xE007E {
+				tags.WriteRune(r - 0xE0000)
+			}
+			continue
+		case r == 0x200B || r == 0x2060 || r == 0x180E || r == 0xFEFF && i > 0 || (r == 0x200C || r == 0x200D) && !prevEmoji:
+			if zwStart < 0 {
+				zwStart = i
+			}
+			zw++
+			zwEnd = i + utf8.RuneLen(r)
+		case r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x061C:
+			if bidiStart < 0 {
+				bidiStart = i
+			}
+			bidi++
+			bidiEnd = i + utf8.RuneLen(r)
+		}
+		prevEmoji = r >= 0x1F000 || r == 0x200D && prevEmoji || r == 0xFE0F
+	}
+	if tagStart >= 0 {
+		add(SignalHiddenText, tagStart, tagEnd, 0.8, "Unicode tag characters")
+		if depth < s.maxDepth && s.budget > 0 && tags.Len() > 0 {
+			s.budget--
+			for _, sig := range s.scan(tags.String(), 0, depth+1) {
+				add(sig.Name, tagStart, tagEnd, sig.Weight, "in Unicode tag characters")
+			}
+		}
+	}
+	if zw >= 4 {
+		add(SignalHiddenText, zwStart, zwEnd, 0.3, "zero-width characters")
+	}
+	if bidi > 0 {
+		add(SignalHiddenText, bidiStart, bidiEnd, 0.4, "bidirectional control characters")
+	}
+}
+
+// fold removes invisible characters and folds whitespace runs to one
+// space; offs maps each byte of the result (and its end) to the input.
+func fold(text string) (string, []int) {
+	var b strings.Builder
+	b.Grow(len(text))
+	offs := make([]int, 0, len(text)+1)
+	space := false
+	for i, r := range text {
+		switch {
+		case r == 0x200B || r == 0x200C || r == 0x200D || r == 0x2060 || r == 0xFEFF || r == 0x180E || r == 0x00AD ||
+			r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r >= 0xE0000 && r <= 0xE007F:
+			continue
+		case r == ' ' || r == '\t' || r == '\r' || r == 0xA0 || r == 0x3000 || r >= 0x2000 && r <= 0x200A:
+			if space {
+				continue
+			}
+			space = true
+			offs = append(offs, i)
+			b.WriteByte(' ')
+			continue
+		case r == utf8.RuneError:
+			// Invalid bytes are kept as they are, one by one.
+		}
+		space = false
+		n := utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			n = 1
+			if i+n <= len(text) {
+				b.WriteByte(text[i])
+				offs = append(offs, i)
+				continue
+			}
+		}
+		b.WriteString(text[i : i+n])
+		for k := 0; k < n; k++ {
+			offs = append(offs, i+k)
+		}
+	}
+	offs = append(offs, len(text))
+	return b.String(), offs
+}
+
+// decode tries base64 (standard and URL alphabets) and hex on a run and
+// returns the text if it decodes to mostly printable UTF-8.
+func decode(run string) (string, string) {
+	if len(run) >= MinEncodedBytes && len(run)%2 == 0 && isHex(run) {
+		if b, err := hex.DecodeString(run); err == nil && printable(b) {
+			return string(b), "hex"
+		}
+		return "", ""
+	}
+	trimmed := strings.TrimRight(run, "=")
+	if len(trimmed)%4 == 1 {
+		trimmed = trimmed[:len(trimmed)-1] // no base64 has this length; drop a stray byte
+	}
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(trimmed); err == nil && printable(b) {
+			return string(b), "base64"
+		}
+	}
+	return "", ""
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// printable reports whether b is UTF-8 text with at most one control
+// character in twenty and at least some letters: random bytes are not.
+func printable(b []byte) bool {
+	if len(b) < 8 || !utf8.Valid(b) {
+		return false
+	}
+	ctrl, letters := 0, 0
+	for _, r := range string(b) {
+		switch {
+		case r < ' ' && r != '\n' && r != '\t' && r != '\r' || r == 0x7f:
+			ctrl++
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 0x7f:
+			letters++
+		}
+	}
+	return ctrl*20 <= len(b) && letters*3 >= len(b)
+}
+
+func rot13(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 'a' + (r-'a'+13)%26
+		case r >= 'A' && r <= 'Z':
+			return 'A' + (r-'A'+13)%26
+		}
+		return r
+	}, s)
+}
