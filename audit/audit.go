@@ -92,10 +92,13 @@ const (
 	DecisionAsk   = "ask"   // the stage asked a person first
 	DecisionSkip  = "skip"  // the stage did not apply to the call
 	DecisionError = "error" // the stage failed; the call did not go on
+	// DecisionReplay: the idempotency ledger answered with the stored
+	// result of the same call, which ran before; nothing ran this time.
+	DecisionReplay = "replay"
 )
 
 // stageDecisions is the set Append accepts in a Stage.
-var stageDecisions = []string{DecisionPass, DecisionAllow, DecisionDeny, DecisionAsk, DecisionSkip, DecisionError}
+var stageDecisions = []string{DecisionPass, DecisionAllow, DecisionDeny, DecisionAsk, DecisionSkip, DecisionError, DecisionReplay}
 
 // Errors callers may branch on. Each is wrapped, at the end of a message
 // that says more.
@@ -197,6 +200,11 @@ type Options struct {
 	Redact func(*Entry)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// LockWait is how long Open waits for another writer (another
+	// process) to close the log, at most MaxLockWait; zero refuses at
+	// once with ErrLocked. Short-lived writers, such as one CLI call, wait
+	// their turn instead of failing.
+	LockWait time.Duration
 
 	// syncFile replaces f.Sync, for tests that make a sync fail.
 	syncFile func(f *os.File) error
@@ -212,6 +220,7 @@ type Log struct {
 	redact   func(*Entry)
 	now      func() time.Time
 	syncFile func(*os.File) error
+	lockWait time.Duration
 
 	kick   chan struct{} // records are waiting: sync within the window
 	urgent chan struct{} // someone waits: sync now
@@ -234,6 +243,25 @@ type Log struct {
 // MaxPendingBytes is how many bytes of records GroupCommit gathers in
 // memory before it writes them without waiting for the syncer.
 const MaxPendingBytes = 64 << 10
+
+// MaxLockWait bounds Options.LockWait.
+const MaxLockWait = time.Minute
+
+// lockPoll is how often Open tries the lock again while it waits.
+const lockPoll = 20 * time.Millisecond
+
+// lockWaiting takes the log's lock, trying again for up to wait while
+// another writer holds it.
+func lockWaiting(f *os.File, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := lockFile(f)
+		if !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
+			return err
+		}
+		time.Sleep(lockPoll)
+	}
+}
 
 // HeadPath is the head file of the log at path.
 func HeadPath(path string) string { return path + ".head" }
@@ -266,7 +294,7 @@ func openFile(path string, opts *Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: opening the log: %w", err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := lockWaiting(f, l.lockWait); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
@@ -289,6 +317,7 @@ func configure(path string, o *Options) (*Log, error) {
 		redact:   o.Redact,
 		now:      o.Now,
 		syncFile: o.syncFile,
+		lockWait: o.LockWait,
 		kick:     make(chan struct{}, 1),
 		urgent:   make(chan struct{}, 1),
 		quit:     make(chan struct{}),
@@ -300,6 +329,8 @@ func configure(path string, o *Options) (*Log, error) {
 		return nil, fmt.Errorf("audit: Options.Sync: unknown %v: %w", o.Sync, ErrInvalidOptions)
 	case o.GroupWindow < 0 || o.GroupWindow > MaxGroupWindow:
 		return nil, fmt.Errorf("audit: Options.GroupWindow %v: want 0 to MaxGroupWindow (%v): %w", o.GroupWindow, MaxGroupWindow, ErrInvalidOptions)
+	case o.LockWait < 0 || o.LockWait > MaxLockWait:
+		return nil, fmt.Errorf("audit: Options.LockWait %v: want 0 to MaxLockWait (%v): %w", o.LockWait, MaxLockWait, ErrInvalidOptions)
 	case o.MaxBatch < 0:
 		return nil, fmt.Errorf("audit: Options.MaxBatch %d is negative: %w", o.MaxBatch, ErrInvalidOptions)
 	}

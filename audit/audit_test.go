@@ -726,3 +726,29 @@ func TestInvalidUTF8(t *testing.T) {
 		t.Errorf("Verify: %v", rep.Problems)
 	}
 }
+
+func TestLockWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	first, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second writer without LockWait: %v, want ErrLocked", err)
+	}
+	if _, err := Open(path, &Options{LockWait: 50 * time.Millisecond}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second writer whose wait runs out: %v, want ErrLocked", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		first.Close()
+	}()
+	second, err := Open(path, &Options{LockWait: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("a second writer that waits for the first to close: %v", err)
+	}
+	second.Close()
+	if _, err := Open(path, &Options{LockWait: MaxLockWait + time.Second}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("LockWait past MaxLockWait: %v, want ErrInvalidOptions", err)
+	}
+}

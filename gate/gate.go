@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/canon"
 	"airlock.dev/airlock/command"
+	"airlock.dev/airlock/ledger"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/schema"
 	"airlock.dev/airlock/store"
@@ -61,6 +63,15 @@ type Options struct {
 	// Commands judges the command line of every tool with a CommandArg
 	// (run_command). Nil refuses every such call.
 	Commands *command.Policy
+	// Ledger keeps every call with a write or external effect
+	// exactly-once: keyed before it runs, its outcome recorded after, a
+	// repeat answered with the stored result. Nil passes such calls
+	// through unkeyed (for tests and embedding; the CLI and servers always
+	// set it).
+	Ledger *ledger.Ledger
+	// Owner names this process in the ledger's entries; a host and pid
+	// when empty.
+	Owner string
 	// Egress checks every URL argument (URLArgs) of a tool against the
 	// egress policy before anything runs; *egress.Client is one. Nil
 	// refuses every such call.
@@ -100,6 +111,10 @@ func New(reg *tool.Registry, opts *Options) (*Gate, error) {
 	}
 	if g.opts.Timeout <= 0 {
 		g.opts.Timeout = DefaultTimeout
+	}
+	if g.opts.Owner == "" {
+		host, _ := os.Hostname()
+		g.opts.Owner = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
 	for _, t := range reg.List() {
 		s, err := schema.Compile(t.Name, t.Schema, &schema.Options{MaxArgBytes: g.opts.MaxArgBytes})
@@ -146,6 +161,8 @@ type call struct {
 	note     string                // internal detail for the audit log only
 	ran      bool                  // the executor was reached
 	approval *tool.ApprovalRequest // the approval an ask parked, if any
+	ticket   *ledger.Ticket        // the ledger key this call holds while it runs
+	replayed bool                  // the result is the ledger's stored one
 }
 
 // stage is one step of the pipeline. It returns nil to pass the call on,
@@ -159,16 +176,16 @@ type stage struct {
 // stages is the pipeline, in order. Stages that later work fills in pass
 // through here, explicitly, so that their place is visible.
 var stages = []stage{
-	{"decode", (*Gate).decode},        // size cap, known tool, JSON
-	{"validate", (*Gate).validate},    // the tool's bounded schema
-	{"authorize", (*Gate).authorize},  // role, risk, mode and rules
-	{"guards", (*Gate).guards},        // workspace paths, command lines, URLs
-	{"intent", passThrough},           // provenance of sensitive values: later
-	{"loop", passThrough},             // step, token and time budgets, kill switch: later
-	{"approval", (*Gate).approval},    // an ask runs once approved, else parks as an approval
-	{"idempotency", passThrough},      // the exactly-once ledger: later
-	{"execute", (*Gate).executeStage}, // the executor, under the deadline
-	{"after", (*Gate).after},          // size cap; redaction and envelopes: later
+	{"decode", (*Gate).decode},           // size cap, known tool, JSON
+	{"validate", (*Gate).validate},       // the tool's bounded schema
+	{"authorize", (*Gate).authorize},     // role, risk, mode and rules
+	{"guards", (*Gate).guards},           // workspace paths, command lines, URLs
+	{"intent", passThrough},              // provenance of sensitive values: later
+	{"loop", passThrough},                // step, token and time budgets, kill switch: later
+	{"approval", (*Gate).approval},       // an ask runs once approved, else parks as an approval
+	{"idempotency", (*Gate).idempotency}, // the exactly-once ledger
+	{"execute", (*Gate).executeStage},    // the executor, under the deadline
+	{"after", (*Gate).after},             // size cap; redaction and envelopes: later
 }
 
 func passThrough(*Gate, context.Context, *call) (*tool.Error, string) { return nil, "skip" }
@@ -217,7 +234,10 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 			break // a check stops before anything runs
 		}
 	}
+	g.finishTicket(c)
 	res := c.result
+	res.Replayed = c.replayed
+	res.Retry = c.Retry
 	res.Decision = c.verdict.Action.String()
 	res.Rule = c.verdict.Rule
 	res.CallID, res.Session = c.ID, c.Session
@@ -462,7 +482,96 @@ func internalError(msg string) *tool.Error {
 	return &tool.Error{Code: tool.CodeInternal, Message: msg, Hint: "Try again; if it keeps failing, tell the operator"}
 }
 
+// idempotency keys a call with side effects in the ledger before it runs.
+// A repeat of a completed call gets the stored result and runs nothing; a
+// duplicate of one still running is refused with in_progress. A check
+// keys nothing.
+func (g *Gate) idempotency(ctx context.Context, c *call) (*tool.Error, string) {
+	if c.entry.tool.Effect == tool.EffectRead || g.opts.Ledger == nil || !c.execute {
+		return nil, "skip"
+	}
+	key, err := ledger.KeyFor(ledger.Call{Session: c.Session, Step: c.Step, Tool: c.Tool, Args: c.Args, IdempotencyKey: c.IdempotencyKey})
+	if err != nil {
+		return asToolError(err, "the call could not be keyed"), "deny"
+	}
+	t, err := g.opts.Ledger.Acquire(ctx, key, g.opts.Owner)
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) {
+			return te, "deny"
+		}
+		c.note = err.Error()
+		return internalError("the idempotency ledger failed"), "error"
+	}
+	if t.Outcome == ledger.Completed {
+		var stored tool.Result
+		if err := json.Unmarshal(t.Result, &stored); err != nil {
+			c.note = "ledger: the stored result is unreadable: " + err.Error()
+			return internalError("the stored result of this call could not be read"), "error"
+		}
+		c.result, c.replayed = stored, true
+		c.note = "ledger: replayed the stored result of " + key.ID
+		return nil, audit.DecisionReplay
+	}
+	c.ticket = t
+	c.Retry, c.UpstreamKey = t.Retry, t.UpstreamKey
+	return nil, audit.DecisionPass
+}
+
+// finishTicket records the outcome of a call that held a ledger key: its
+// result when it succeeded, else a failure that may be tried again (an
+// error value means the tool refused or could not act, a deadline that it
+// may not have finished).
+func (g *Gate) finishTicket(c *call) {
+	t := c.ticket
+	if t == nil {
+		return
+	}
+	ctx := context.Background() // the outcome is recorded even past the call's deadline: the effect ran
+	var err error
+	if c.result.Error == nil && c.ran {
+		stored, _ := json.Marshal(tool.Result{Content: c.result.Content, Provenance: c.result.Provenance})
+		err = t.Complete(ctx, stored)
+	} else {
+		msg := "the call did not complete"
+		if c.result.Error != nil {
+			msg = string(c.result.Error.Code) + ": " + c.result.Error.Message
+		}
+		err = t.Fail(ctx, msg, true)
+	}
+	if err != nil {
+		c.note = strings.TrimPrefix(c.note+"; ", "; ") + "ledger: recording the outcome failed: " + err.Error()
+	}
+}
+
+func asToolError(err error, msg string) *tool.Error {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return internalError(msg)
+}
+
 func (g *Gate) executeStage(ctx context.Context, c *call) (*tool.Error, string) {
+	if c.replayed {
+		return nil, "skip"
+	}
+	if c.ticket != nil {
+		// The effect stops when the lease is lost: another owner may take
+		// the call over.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-c.ticket.Lost():
+				cancel()
+			case <-stop:
+			}
+		}()
+	}
 	c.ran = true
 	res, err := runExecutor(ctx, c.entry.tool, &c.Call)
 	switch {

@@ -121,6 +121,21 @@ type Call struct {
 	Session string          `json:"session,omitempty"`
 	Role    string          `json:"role,omitempty"` // viewer, operator or admin
 	Mode    string          `json:"mode,omitempty"` // read-only, ask, auto-edit or auto
+	// IdempotencyKey is the caller's own key for a call with side
+	// effects: a repeat under the same key returns the stored result and
+	// runs nothing. Without one the gate keys the call by session, step,
+	// tool and canonical arguments.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Step is the call's step in its session (the agent loop's), part of
+	// the key when there is no IdempotencyKey.
+	Step int64 `json:"step,omitempty"`
+
+	// Set by the gate for the executor of a call with side effects:
+	// Retry when an earlier attempt may have had its effect (its owner
+	// crashed mid-call), and UpstreamKey, the same in every attempt, for a
+	// tool to send a remote API as that API's own idempotency key.
+	Retry       bool   `json:"-"`
+	UpstreamKey string `json:"-"`
 }
 
 // Provenance says where a result's content came from, so that later stages
@@ -142,6 +157,12 @@ type Result struct {
 	// Approval is the pending approval an approval_required result waits
 	// on: approving it lets the same call, and only that call, run once.
 	Approval *ApprovalRequest `json:"approval,omitempty"`
+	// Replayed says the result is the one stored when the same call ran
+	// before (the idempotency ledger): nothing ran this time.
+	Replayed bool `json:"replayed,omitempty"`
+	// Retry says an earlier attempt of this call may have had its effect
+	// (its owner crashed, or it failed and is tried again).
+	Retry bool `json:"retry,omitempty"`
 }
 
 // ApprovalRequest names a pending approval and the exact call it is for.

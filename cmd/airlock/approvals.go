@@ -16,21 +16,39 @@ import (
 
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/store/sqlite"
+	"airlock.dev/airlock/store/storeurl"
 )
 
 // statePath is where a workspace's embedded store lives.
 func statePath(ws string) string { return filepath.Join(stateDir(ws), "state.db") }
 
-// openStore opens the embedded store of the workspace the settings name.
-func openStore(s *settings) (*sqlite.DB, error) {
+// openStore opens the store the settings name: --store's URL, else the
+// embedded SQLite file of the workspace they name.
+func openStore(s *settings) (store.Backend, error) {
+	if s.Store != "" {
+		return storeurl.Open(context.Background(), s.Store)
+	}
 	dir, err := s.workspaceDir("")
 	if err != nil {
 		return nil, err
 	}
+	return openBackend(s, dir)
+}
+
+// openBackend opens --store's URL, else the embedded store of workspace
+// dir (.airlock/state.db).
+func openBackend(s *settings, dir string) (store.Backend, error) {
+	if s.Store != "" {
+		return storeurl.Open(context.Background(), s.Store)
+	}
 	if err := checkStateDir(dir); err != nil {
 		return nil, err
 	}
-	return sqlite.Open(statePath(dir), nil)
+	db, err := sqlite.Open(statePath(dir), nil)
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
 }
 
 // approvalKeyFile is where, under the user's config directory, the key

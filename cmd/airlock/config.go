@@ -26,6 +26,8 @@ type settings struct {
 	Mode           string            `yaml:"mode"`
 	Role           string            `yaml:"role"`
 	FAQ            string            `yaml:"faq"`
+	Sandbox        string            `yaml:"sandbox"`
+	Store          string            `yaml:"store"`
 	Addr           string            `yaml:"addr"`
 	Tokens         map[string]string `yaml:"tokens"` // bearer token -> role, for airlock serve
 	AllowedHosts   []string          `yaml:"allowed_hosts"`
@@ -61,6 +63,18 @@ var settingTable = []setting{
 		func(s *settings) *string { return &s.Role }},
 	{"faq", "AIRLOCK_FAQ", "a FAQ index `FILE` of approved keys for faq_lookup",
 		func(s *settings) *string { return &s.FAQ }},
+	{"store", "AIRLOCK_STORE", "the store `URL` of approvals, sessions and the ledger: sqlite:PATH, postgres://... or redis://... (default: .airlock/state.db in the workspace)",
+		func(s *settings) *string { return &s.Store }},
+	{"sandbox", "AIRLOCK_SANDBOX", "the sandbox `backend` run_command runs in: native (default), bwrap or container",
+		func(s *settings) *string { return &s.Sandbox }},
+}
+
+// sandboxName is the configured sandbox backend, DefaultSandbox when none.
+func (s *settings) sandboxName() string {
+	if s.Sandbox == "" {
+		return DefaultSandbox
+	}
+	return s.Sandbox
 }
 
 // settingFlags registers the shared flags on fs; resolve then combines

@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"airlock.dev/airlock/audit"
+	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/gate"
+	"airlock.dev/airlock/ledger"
 	"airlock.dev/airlock/policy"
-	"airlock.dev/airlock/store/sqlite"
+	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
@@ -28,31 +30,65 @@ type env struct {
 	gate *gate.Gate
 	ws   *workspace.Workspace
 	log  *audit.Log
-	db   *sqlite.DB
+	db   store.Backend
 }
 
 func (e *env) Close() error {
 	return errors.Join(e.log.Close(), e.db.Close(), e.ws.Close())
 }
 
-// registry holds the built-in tools: calculate, the file tools on ws, and
-// faq_lookup when an index is configured.
+// registry holds the built-in tools: calculate, the file tools on ws,
+// web_fetch under the default egress policy, and faq_lookup when an index
+// is configured.
 func registry(s *settings, ws *workspace.Workspace) (*tool.Registry, error) {
+	reg, _, err := registryWith(s, ws, nil)
+	return reg, err
+}
+
+// registryWith is registry with web_fetch's egress options (nil means the
+// defaults); it also returns the egress client, whose Check is the gate's
+// URL guard.
+func registryWith(s *settings, ws *workspace.Workspace, eg *egress.Options) (*tool.Registry, *egress.Client, error) {
+	fetcher, err := egress.NewClient(eg)
+	if err != nil {
+		return nil, nil, err
+	}
 	reg := tool.NewRegistry()
-	list := append([]tool.Tool{tools.Calculate()}, tools.FileTools(ws)...)
+	list := append([]tool.Tool{tools.Calculate(), tools.WebFetch(fetcher),
+		tools.RunCommand(&lazySandbox{name: s.sandboxName()}, ws.Dir(), nil)}, tools.FileTools(ws)...)
 	if s.FAQ != "" {
 		faq, err := tools.LoadFAQ(s.FAQ)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		list = append(list, faq)
 	}
 	for _, t := range list {
 		if err := reg.Register(t); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return reg, nil
+	return reg, fetcher, nil
+}
+
+// AuditLockWait is how long a command waits for another airlock process
+// on the same workspace to let go of its audit log: the log has one
+// writer at a time, so that its hash chain never forks.
+const AuditLockWait = 30 * time.Second
+
+// ledgerLease is the ledger's lease: AIRLOCK_LEDGER_LEASE (a duration
+// such as 30s) or ledger.DefaultLease. How long a crashed process's call
+// blocks a retry; tests shorten it.
+func ledgerLease() (time.Duration, error) {
+	v := os.Getenv("AIRLOCK_LEDGER_LEASE")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("AIRLOCK_LEDGER_LEASE=%q: want a duration of at least 1s, such as 30s", v)
+	}
+	return d, nil
 }
 
 // stateDir returns airlock's state directory inside a workspace.
@@ -84,6 +120,12 @@ func auditPath(ws string) string { return filepath.Join(stateDir(ws), "audit.jso
 // the registry of built-in tools. firstRoot is the MCP client's first
 // root, if any, for an implicit workspace.
 func openEnv(s *settings, firstRoot string) (*env, error) {
+	return openEnvWith(s, firstRoot, nil)
+}
+
+// openEnvWith is openEnv with web_fetch's egress options; nil means the
+// defaults.
+func openEnvWith(s *settings, firstRoot string, eg *egress.Options) (*env, error) {
 	dir, err := s.workspaceDir(firstRoot)
 	if err != nil {
 		return nil, err
@@ -103,17 +145,17 @@ func openEnv(s *settings, firstRoot string) (*env, error) {
 			return nil, err
 		}
 	}
-	reg, err := registry(s, ws)
+	reg, fetcher, err := registryWith(s, ws, eg)
 	if err != nil {
 		ws.Close()
 		return nil, err
 	}
-	log, err := audit.Open(auditPath(ws.Dir()), nil)
+	log, err := audit.Open(auditPath(ws.Dir()), &audit.Options{LockWait: AuditLockWait})
 	if err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	db, err := sqlite.Open(statePath(ws.Dir()), nil)
+	db, err := openBackend(s, ws.Dir())
 	if err != nil {
 		log.Close()
 		ws.Close()
@@ -129,7 +171,17 @@ func openEnv(s *settings, firstRoot string) (*env, error) {
 		e.Close()
 		return nil, err
 	}
-	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
+	lease, err := ledgerLease()
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	led, err := ledger.New(db, &ledger.Options{Lease: lease})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Ledger: led, Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -154,6 +206,8 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf := registerSettings(fs, false)
+	pins := egress.Pins{}
+	fs.Var(pinFlag{pins}, "resolve", "pin a host name's addresses for web_fetch, as `HOST:IP[,IP...]` (repeatable); other names use the system resolver")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: airlock check [flags] < proposals.jsonl\n\nEach input line is {\"tool\":\"...\",\"args\":{...}}; each output line the decision.\nEvery guard runs; nothing executes.\n\nflags:")
 		fs.PrintDefaults()
@@ -169,7 +223,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return misused(stderr, "check", err)
 	}
-	e, err := openEnv(set, "")
+	e, err := openEnvWith(set, "", egressOptions(pins))
 	if err != nil {
 		return refused(stderr, "check", err)
 	}
@@ -225,6 +279,10 @@ type callOutput struct {
 	Source   string      `json:"source,omitempty"`
 	// Approval names the pending approval of an approval_required result.
 	Approval *tool.ApprovalRequest `json:"approval,omitempty"`
+	// Replayed: the ledger's stored result of the same call; nothing ran.
+	Replayed bool `json:"replayed,omitempty"`
+	// Retry: an earlier attempt of this call may have had its effect.
+	Retry bool `json:"retry,omitempty"`
 }
 
 func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -233,6 +291,9 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	sf := registerSettings(fs, false)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	session := fs.String("session", "", "the session `ID` (a new one when absent; printed in the result)")
+	idemKey := fs.String("idempotency-key", "", "the call's idempotency `KEY`: a repeat under it returns the stored result and runs nothing")
+	pins := egress.Pins{}
+	fs.Var(pinFlag{pins}, "resolve", "pin a host name's addresses for web_fetch, as `HOST:IP[,IP...]` (repeatable); other names use the system resolver")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: airlock call [flags] TOOL 'JSON-ARGS'\n\nRuns one call through the whole gate. An ask is not prompted for: it returns\napproval_required and exits 1.\n\nflags:")
 		fs.PrintDefaults()
@@ -253,17 +314,18 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return misused(stderr, "call", err)
 	}
-	e, err := openEnv(set, "")
+	e, err := openEnvWith(set, "", egressOptions(pins))
 	if err != nil {
 		return refused(stderr, "call", err)
 	}
 	defer e.Close()
 
 	res := e.gate.Call(ctx, tool.Call{Tool: rest[0], Args: json.RawMessage(argsJSON),
-		Session: *session, Role: set.Role, Mode: set.Mode})
+		Session: *session, Role: set.Role, Mode: set.Mode, IdempotencyKey: *idemKey})
 	if *asJSON {
 		line, _ := json.Marshal(callOutput{OK: res.Error == nil, Content: res.Content, Error: res.Error,
-			Decision: res.Decision, Rule: res.Rule, Session: res.Session, CallID: res.CallID, Source: res.Provenance.Source, Approval: res.Approval})
+			Decision: res.Decision, Rule: res.Rule, Session: res.Session, CallID: res.CallID, Source: res.Provenance.Source, Approval: res.Approval,
+			Replayed: res.Replayed, Retry: res.Retry})
 		fmt.Fprintf(stdout, "%s\n", line)
 	} else {
 		if res.Error == nil {

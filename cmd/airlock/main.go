@@ -40,12 +40,16 @@ func commands() []command {
 		{"tools", "list the tools with their risk, effect and (with --json) the schema models are shown", runTools},
 		{"check", "decide proposals read as JSON lines, running every guard and executing nothing", runCheck},
 		{"call", "run one tool call through the whole gate: airlock call TOOL 'JSON'", runCall},
+		{"exec", "run ARGV in the sandbox, no shell and no command policy: airlock exec [flags] -- ARGV", runExec},
+		{"fetch", "fetch one URL under the egress policy (public hosts only) and print the body", runFetch},
 		{"policy", "show the effective policy, or check a policy file", runPolicy},
 		{"audit", "verify an audit log's hash chain: airlock audit verify FILE", runAudit},
 		{"approvals", "list the pending approvals, each with its exact call", runApprovals},
 		{"approve", "approve a pending call: airlock approve ID", runApprove},
 		{"deny", "deny a pending call: airlock deny ID", runDeny},
 		{"rollback", "restore every file a session changed: airlock rollback --session ID", runRollback},
+		{"redact", "mask secrets and personal data from stdin: airlock redact [--json]", runRedact},
+		{"scan", "score JSON lines {\"text\": ...} for prompt injection, one answer line each", runScan},
 	}
 }
 
