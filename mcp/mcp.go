@@ -65,6 +65,10 @@ type Options struct {
 	Role string
 	// Mode is the session mode of every call; "" means the policy's default.
 	Mode string
+	// Instructions go to the client in the initialize result, for its
+	// model's system prompt: airlock gives untrusted.Instructions, which
+	// say how to read the envelopes around untrusted tool results.
+	Instructions string
 	// Approve, when set, is called when the gate answers
 	// approval_required; the result carries the ask and, when the gate
 	// has an approvals store, the pending approval (res.Approval). It gets
@@ -137,7 +141,8 @@ type server struct {
 func newServer(g *gate.Gate, opts *Options, tokenRoles bool) *sdk.Server {
 	s := &server{gate: g, opts: opts.withDefaults(), tokenRoles: tokenRoles}
 	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &sdk.ServerOptions{
-		Logger: s.opts.Logger,
+		Logger:       s.opts.Logger,
+		Instructions: s.opts.Instructions,
 		// No logging capability: the server has nothing to log to clients.
 		Capabilities: &sdk.ServerCapabilities{},
 	})

@@ -55,3 +55,19 @@ func TestCommandsSectionErrors(t *testing.T) {
 		t.Fatal("an unknown list name must be refused")
 	}
 }
+
+func TestRedactSection(t *testing.T) {
+	p, err := policy.Parse([]byte("redact:\n  allow:\n    values: [AKIAEXAMPLEEXAMPLE12]\n    patterns: ['sk-test-[a-z]+']\n"), "team.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := p.RedactAllow(); len(a.Values) != 1 || len(a.Patterns) != 1 {
+		t.Fatalf("RedactAllow = %+v", a)
+	}
+	if _, err := policy.Parse([]byte("redact:\n  allow:\n    patterns: ['(']\n"), "bad.yaml"); err == nil {
+		t.Fatal("a pattern that does not compile must be refused")
+	}
+	if a := policy.Default().RedactAllow(); len(a.Values)+len(a.Patterns) != 0 {
+		t.Fatalf("the built-in policy allows %+v", a)
+	}
+}

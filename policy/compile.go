@@ -62,6 +62,7 @@ type compiled struct {
 	modeHint    string  // lists the valid modes
 	effective   []byte
 	commands    *command.Policy // the built-in command rules plus the file's commands section
+	redactAllow RedactAllow     // the file's redact.allow section
 }
 
 type role struct {
@@ -116,6 +117,11 @@ type fileYAML struct {
 	Modes       map[string]modeYAML `yaml:"modes"`
 	Rules       []ruleYAML          `yaml:"rules"`
 	Commands    *command.Config     `yaml:"commands"`
+	Redact      *redactYAML         `yaml:"redact"`
+}
+
+type redactYAML struct {
+	Allow RedactAllow `yaml:"allow"`
 }
 
 type roleYAML struct {
@@ -138,7 +144,7 @@ type ruleYAML struct {
 
 var (
 	builtinKeys = []string{"version", "default_mode", "roles", "modes", "rules"}
-	fileKeys    = []string{"version", "rules", "commands"}
+	fileKeys    = []string{"version", "rules", "commands", "redact"}
 	ruleKeys    = []string{"id", "when", "decision", "message", "hint"}
 )
 
@@ -212,7 +218,7 @@ func readDoc(data []byte, name string, isBuiltin bool) (*doc, error) {
 			if isBuiltin {
 				return nil, perr(k.Line, nil, "unknown key %q: want %s", k.Value, strings.Join(allowed, ", "))
 			}
-			return nil, perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules and commands", k.Value)
+			return nil, perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands and redact", k.Value)
 		}
 		d.lines[k.Value] = k.Line
 		switch k.Value {
@@ -385,6 +391,17 @@ func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
 	}
 	c := *base
 	c.rules = append(slices.Clip(base.rules), rules...)
+	if r := d.file.Redact; r != nil {
+		if n := len(r.Allow.Values) + len(r.Allow.Patterns); n > MaxRedactAllow {
+			return nil, &ParseError{File: name, Line: d.lines["redact"], Msg: fmt.Sprintf("redact.allow has %d entries, over MaxRedactAllow (%d)", n, MaxRedactAllow)}
+		}
+		for _, pat := range r.Allow.Patterns {
+			if _, err := regexp.Compile(pat); err != nil {
+				return nil, &ParseError{File: name, Line: d.lines["redact"], Msg: fmt.Sprintf("redact.allow.patterns: %q is not an RE2 expression", pat), Err: err}
+			}
+		}
+		c.redactAllow = r.Allow
+	}
 	if d.file.Commands != nil {
 		if c.commands, err = command.Compile(d.file.Commands); err != nil {
 			return nil, &ParseError{File: name, Line: d.lines["commands"], Msg: err.Error(), Err: err}

@@ -243,6 +243,26 @@ func (p *Policy) Commands() *command.Policy {
 	return p.c.commands
 }
 
+// RedactAllow lists a policy file's known false positives of the
+// redactor: exact values, and RE2 patterns that must match a whole found
+// value (the redact.allow section).
+type RedactAllow struct {
+	Values   []string `yaml:"values"`
+	Patterns []string `yaml:"patterns"`
+}
+
+// MaxRedactAllow bounds the entries of redact.allow.
+const MaxRedactAllow = 10_000
+
+// RedactAllow returns the policy file's redact.allow section; empty for
+// the built-in policy.
+func (p *Policy) RedactAllow() RedactAllow {
+	if p == nil || p.c == nil {
+		return RedactAllow{}
+	}
+	return p.c.redactAllow
+}
+
 // Decide returns the decision for one call. It is safe for concurrent use;
 // beyond evaluating the rules' conditions it does not allocate, except to
 // describe an unknown role or mode or a failed rule.

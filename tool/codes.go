@@ -35,4 +35,12 @@ const (
 	CodeCommandTooComplex  Code = "command_too_complex"    // over command.MaxDepth, MaxCommands or MaxNesting
 	CodeCommandInternal    Code = "command_internal_error" // the command check itself failed; the command is refused
 	CodeSandboxUnavailable Code = "sandbox_unavailable"    // the sandbox lacks an isolation layer it needs here; nothing ran
+
+	// Untrusted content.
+	CodeUntrustedFlagged Code = "untrusted_content_flagged" // the scanner flagged injected instructions, and the gate withholds such content
 )
+
+// The codes of the egress guard (egress_denied, egress_invalid_url, ...)
+// are listed in package egress (egress/codes.go), and those of the
+// idempotency ledger (in_progress, idempotency_key_reused, ...) in package
+// ledger, each beside the code that returns them.

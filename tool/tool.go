@@ -110,7 +110,12 @@ type Tool struct {
 	// URLArgs names the top-level string arguments that are URLs; the gate
 	// checks each against the egress policy before anything runs.
 	URLArgs []string
-	Run     Executor
+	// Untrusted says the tool's output comes from outside airlock's trust
+	// (files, commands, the web): the gate scans it for injected
+	// instructions, remembers the values it brings into the session, and,
+	// where the door talks to a model, wraps it in an envelope.
+	Untrusted bool
+	Run       Executor
 }
 
 // Call is a proposal to run a tool, whichever door it came in by.
@@ -136,6 +141,10 @@ type Call struct {
 	// tool to send a remote API as that API's own idempotency key.
 	Retry       bool   `json:"-"`
 	UpstreamKey string `json:"-"`
+	// Goal is the user's goal for the session (the agent loop sets it):
+	// a medium- or high-risk call whose arguments carry a sensitive token
+	// the goal never mentions asks first.
+	Goal string `json:"-"`
 }
 
 // Provenance says where a result's content came from, so that later stages
@@ -163,6 +172,19 @@ type Result struct {
 	// Retry says an earlier attempt of this call may have had its effect
 	// (its owner crashed, or it failed and is tried again).
 	Retry bool `json:"retry,omitempty"`
+	// Scan is the injection scanner's verdict on untrusted content; nil
+	// for a tool whose output is trusted. Flagged content is still
+	// delivered, marked.
+	Scan *Scan `json:"scan,omitempty"`
+	// Redacted counts the secrets and personal data masked in Content.
+	Redacted int `json:"redacted,omitempty"`
+}
+
+// Scan is what the injection scanner found in a result.
+type Scan struct {
+	Score   float64  `json:"score"`
+	Flagged bool     `json:"flagged"`
+	Signals []string `json:"signals,omitempty"` // the signal names, sorted
 }
 
 // ApprovalRequest names a pending approval and the exact call it is for.

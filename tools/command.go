@@ -65,6 +65,7 @@ func RunCommand(sb sandbox.Sandbox, workspaceRoot string, opts *RunCommandOption
 		),
 		Risk:       tool.RiskMedium,
 		Effect:     tool.EffectWrite,
+		Untrusted:  true,
 		CommandArg: "command",
 		Run:        runCommand(sb, workspaceRoot, &o),
 	}

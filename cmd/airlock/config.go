@@ -36,6 +36,9 @@ type settings struct {
 	// explicitWorkspace: the workspace was named by a flag, the
 	// environment or the file, and is honoured whatever it is.
 	explicitWorkspace bool
+	// envelopes: the door's results go to a model (MCP), so untrusted
+	// results are wrapped in envelopes.
+	envelopes bool
 }
 
 // DefaultAddr is where airlock serve listens unless told otherwise.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/ledger"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/redact"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
@@ -69,6 +71,30 @@ func registryWith(s *settings, ws *workspace.Workspace, eg *egress.Options) (*to
 		}
 	}
 	return reg, fetcher, nil
+}
+
+// auditRedactor masks what an audit entry's free text (its note: a
+// tool's fault, a ledger's message) may carry; the entry holds no
+// contents, only sizes and hashes.
+var auditRedactor = sync.OnceValue(func() *redact.Redactor {
+	rd, err := redact.New(nil)
+	if err != nil {
+		panic("the embedded redaction rules are broken: " + err.Error()) // a test rules it out
+	}
+	return rd
+})
+
+func redactEntry(e *audit.Entry) {
+	e.Note, _ = auditRedactor().RedactString(e.Note)
+}
+
+// warnEnvSecrets says which of airlock's own environment variables hold
+// secrets: they never reach a sandboxed command (its environment is an
+// allowlist), but whoever runs airlock should know they are there.
+func warnEnvSecrets(stderr io.Writer) {
+	for _, f := range auditRedactor().ScanEnv(os.Environ()) {
+		fmt.Fprintf(stderr, "airlock: warning: $%s holds what looks like a secret (%s); it is kept out of every sandbox and result\n", f.Name, f.Kind)
+	}
 }
 
 // AuditLockWait is how long a command waits for another airlock process
@@ -150,7 +176,7 @@ func openEnvWith(s *settings, firstRoot string, eg *egress.Options) (*env, error
 		ws.Close()
 		return nil, err
 	}
-	log, err := audit.Open(auditPath(ws.Dir()), &audit.Options{LockWait: AuditLockWait})
+	log, err := audit.Open(auditPath(ws.Dir()), &audit.Options{LockWait: AuditLockWait, Redact: redactEntry})
 	if err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("audit log: %w", err)
@@ -181,7 +207,13 @@ func openEnvWith(s *settings, firstRoot string, eg *egress.Options) (*env, error
 		e.Close()
 		return nil, err
 	}
-	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Ledger: led, Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
+	allow := pol.RedactAllow()
+	rd, err := redact.New(&redact.Options{Allow: redact.Allowlist{Values: allow.Values, Patterns: allow.Patterns}})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Ledger: led, Redactor: rd, Envelopes: s.envelopes, Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
 	if err != nil {
 		e.Close()
 		return nil, err

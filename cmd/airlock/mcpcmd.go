@@ -1,6 +1,8 @@
 package main
 
 import (
+	"airlock.dev/airlock/untrusted"
+
 	"context"
 	"errors"
 	"flag"
@@ -37,7 +39,9 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return misused(stderr, "mcp", err)
 	}
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode}
+	set.envelopes = true
+	warnEnvSecrets(stderr)
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions}
 	var g *gate.Gate
 	if set.explicitWorkspace {
 		e, err := openEnv(set, "")
@@ -84,12 +88,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return misused(stderr, "serve", err)
 	}
+	set.envelopes = true
+	warnEnvSecrets(stderr)
 	e, err := openEnv(set, "")
 	if err != nil {
 		return refused(stderr, "serve", err)
 	}
 	defer e.Close()
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db)}
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db), Instructions: untrusted.Instructions}
 	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
 	handler, err := mcp.NewHTTPHandler(e.gate, opts, h)
 	if err != nil {
