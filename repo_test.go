@@ -68,3 +68,43 @@ func TestPackagesHaveDocComments(t *testing.T) {
 		}
 	}
 }
+
+// TestDependenciesAreExplained fails when a module that go.mod requires
+// has no line in DEPENDENCIES.md saying why it is there.
+func TestDependenciesAreExplained(t *testing.T) {
+	mod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("DEPENDENCIES.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBlock, n := false, 0
+	for _, line := range strings.Split(string(mod), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "require (":
+			inBlock = true
+			continue
+		case line == ")":
+			inBlock = false
+			continue
+		case strings.HasPrefix(line, "require "):
+			line = strings.TrimPrefix(line, "require ")
+		case !inBlock:
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		n++
+		if !strings.Contains(string(doc), fields[0]) {
+			t.Errorf("go.mod requires %s, which DEPENDENCIES.md does not explain: add a line saying why", fields[0])
+		}
+	}
+	if n == 0 {
+		t.Fatal("found no requirement in go.mod")
+	}
+}
