@@ -1,8 +1,10 @@
 package command
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -99,11 +101,15 @@ y`,
 				if !a.exact() || strings.HasPrefix(a.lit, "~") {
 					continue
 				}
-				// Two escapes where the expander and bash differ: $'\cX' (a
-				// control character), which it does not decode, and octal
+				// Escapes where the expander and bash differ: $'\cX' (a
+				// control character), which it does not decode; octal
 				// escapes over \377, which bash 5.2 wraps ($'\700' is 0xc0)
-				// and it clamps to 0xff.
-				if src := printWord(w); strings.Contains(src, `\c`) || bigOctal(src) {
+				// and it clamps to 0xff; a short octal escape before an 8
+				// or 9, which bash ends there ($'\18' is 01 38) and it
+				// drops; and \u or \U past U+10FFFF or in the surrogates,
+				// which bash writes in UTF-8's original long form and it
+				// replaces with U+FFFD.
+				if src := printWord(w); strings.Contains(src, `\c`) || bigOctal(src) || shortOctalBeforeDigit.MatchString(src) || !utf8.ValidString(a.lit) {
 					continue
 				}
 				fields, err := expand.Fields(cfg, w)
@@ -119,6 +125,10 @@ y`,
 		})
 	})
 }
+
+// shortOctalBeforeDigit finds an octal escape of one or two digits that
+// an 8 or a 9 follows.
+var shortOctalBeforeDigit = regexp.MustCompile(`\\[0-7]{1,2}[89]`)
 
 func bigOctal(s string) bool {
 	for i := 0; i+3 < len(s); i++ {

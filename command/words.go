@@ -357,8 +357,8 @@ func decodeANSIC(v string) string {
 			n, _ := strconv.ParseUint(v[i+1:j], 16, 32)
 			if ch == 'x' {
 				b.WriteByte(byte(n))
-			} else if r := rune(n); utf8.ValidRune(r) {
-				b.WriteRune(r)
+			} else {
+				writeBashRune(&b, n)
 			}
 			i = j - 1
 		default:
@@ -376,7 +376,50 @@ func decodeANSIC(v string) string {
 			b.WriteByte(ch)
 		}
 	}
-	return b.String()
+	// A NUL ends the word, as in bash, which keeps it as a C string:
+	// $'ca\x00t' is ca.
+	out := b.String()
+	if n := strings.IndexByte(out, 0); n >= 0 {
+		out = out[:n]
+	}
+	return out
+}
+
+// writeBashRune writes code point n as bash 5.2 does: UTF-8, in its
+// original form of up to six bytes for values past U+10FFFF and for
+// surrogates, which Go's encoder would replace ($'\U200000' is the bytes
+// f8 88 80 80 80). Values past 0x7fffffff write nothing, as in bash; a
+// zero writes a NUL, where decodeANSIC ends the word.
+func writeBashRune(b *strings.Builder, n uint64) {
+	switch {
+	case n > 0x7fffffff:
+	case n < 0x80:
+		b.WriteByte(byte(n))
+	case utf8.ValidRune(rune(n)):
+		b.WriteRune(rune(n))
+	default:
+		var size int
+		var lead byte
+		switch {
+		case n < 0x800:
+			size, lead = 2, 0xc0
+		case n < 0x10000:
+			size, lead = 3, 0xe0
+		case n < 0x200000:
+			size, lead = 4, 0xf0
+		case n < 0x4000000:
+			size, lead = 5, 0xf8
+		default:
+			size, lead = 6, 0xfc
+		}
+		buf := make([]byte, size)
+		for i := size - 1; i > 0; i-- {
+			buf[i] = 0x80 | byte(n&0x3f)
+			n >>= 6
+		}
+		buf[0] = lead | byte(n)
+		b.Write(buf)
+	}
 }
 
 func isHex(ch byte) bool {

@@ -84,10 +84,12 @@ type Options struct {
 	// names its source, for doors whose results go to a model (MCP, the
 	// agent loop); their system prompt carries untrusted.Instructions.
 	Envelopes bool
-	// WithholdFlagged replaces untrusted content the injection scanner
-	// flags with an untrusted_content_flagged error value; by default it
-	// is delivered, marked (Result.Scan).
-	WithholdFlagged bool
+	// OnFlagged is what follows when the injection scanner flags
+	// untrusted content: FlaggedDeliver (the default: delivered, marked in
+	// Result.Scan), FlaggedAsk (delivered, and every later medium- or
+	// high-risk call of the session asks first), or FlaggedDeny (withheld,
+	// as an untrusted_content_flagged error value).
+	OnFlagged FlagAction
 	// Egress checks every URL argument (URLArgs) of a tool against the
 	// egress policy before anything runs; *egress.Client is one. Nil
 	// refuses every such call.
@@ -105,6 +107,15 @@ type Options struct {
 type URLChecker interface {
 	Check(ctx context.Context, url string) error
 }
+
+// FlagAction is what a flag of the injection scanner turns into.
+type FlagAction string
+
+const (
+	FlaggedDeliver FlagAction = ""
+	FlaggedAsk     FlagAction = "ask"
+	FlaggedDeny    FlagAction = "deny"
+)
 
 // Gate runs calls through the pipeline. It is safe for concurrent use.
 type Gate struct {
@@ -650,7 +661,10 @@ func (g *Gate) after(_ context.Context, c *call) (*tool.Error, string) {
 	g.prov.session(c.Session).Observe(source, c.result.Content)
 	rep := untrusted.Scan(c.result.Content)
 	c.result.Scan = &tool.Scan{Score: rep.Score, Flagged: rep.Flagged, Signals: rep.Names()}
-	if rep.Flagged && g.opts.WithholdFlagged {
+	if rep.Flagged && g.opts.OnFlagged == FlaggedAsk {
+		g.prov.flag(c.Session)
+	}
+	if rep.Flagged && g.opts.OnFlagged == FlaggedDeny {
 		c.result.Content = ""
 		return &tool.Error{Code: tool.CodeUntrustedFlagged,
 			Message: fmt.Sprintf("the content from %s looks like it carries instructions (%s); it was withheld", source, strings.Join(rep.Names(), ", ")),
@@ -689,8 +703,13 @@ func envelopeSource(s string) string {
 	return string(b)
 }
 
-// IntentRule names the intent stage's asks.
-const IntentRule = "intent:provenance"
+// IntentRule names the intent stage's asks for untrusted values and
+// tokens off the goal; FlaggedRule its asks in a session that read flagged
+// content (OnFlagged: FlaggedAsk).
+const (
+	IntentRule  = "intent:provenance"
+	FlaggedRule = "intent:flagged-content"
+)
 
 // intent asks before a medium- or high-risk call whose arguments carry a
 // value that reached the session only through untrusted content, or (when
@@ -699,6 +718,14 @@ func (g *Gate) intent(_ context.Context, c *call) (*tool.Error, string) {
 	t := c.entry.tool
 	if t.Risk < tool.RiskMedium {
 		return nil, "skip"
+	}
+	if g.prov.flagged(c.Session) {
+		if c.verdict.Action == policy.Allow {
+			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: FlaggedRule,
+				Reason: "content the injection scanner flagged reached this session earlier",
+				Hint:   "A person must approve side effects in a session that read flagged content"}
+		}
+		return nil, "ask"
 	}
 	p := g.prov.lookup(c.Session)
 	if p == nil && c.Goal == "" {
@@ -734,6 +761,23 @@ type provenances struct {
 	mu    sync.Mutex
 	m     map[string]*untrusted.Provenance
 	order []string
+	flags map[string]bool // sessions that read flagged content
+}
+
+func (ps *provenances) flag(session string) {
+	ps.session(session) // bounded with the rest
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.flags == nil {
+		ps.flags = map[string]bool{}
+	}
+	ps.flags[session] = true
+}
+
+func (ps *provenances) flagged(session string) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.flags[session]
 }
 
 func (ps *provenances) lookup(session string) *untrusted.Provenance {
@@ -753,6 +797,7 @@ func (ps *provenances) session(session string) *untrusted.Provenance {
 	}
 	if len(ps.order) >= MaxSessions {
 		delete(ps.m, ps.order[0])
+		delete(ps.flags, ps.order[0])
 		ps.order = ps.order[1:]
 	}
 	p := untrusted.NewProvenance(nil)

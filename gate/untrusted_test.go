@@ -93,7 +93,7 @@ func TestEnvelopesAndWithholding(t *testing.T) {
 	if res := page(g, "s", injected); !strings.HasPrefix(res.Content, "[flagged:") {
 		t.Fatalf("flagged content must say so before its envelope: %q", res.Content)
 	}
-	g, _ = untrustedFixture(t, gate.Options{WithholdFlagged: true})
+	g, _ = untrustedFixture(t, gate.Options{OnFlagged: gate.FlaggedDeny})
 	res = page(g, "s", injected)
 	if res.Error == nil || res.Error.Code != tool.CodeUntrustedFlagged || res.Content != "" || res.Error.Hint == "" {
 		t.Fatalf("withheld: %+v, want untrusted_content_flagged and no content", res)
@@ -129,5 +129,21 @@ func TestIntentAsksForUntrustedValues(t *testing.T) {
 	}
 	if r := post("s5", `{"command":"git branch"}`, "summarise the README"); r.Decision != "allow" {
 		t.Fatalf("git branch holds no nc: %s", r.Decision)
+	}
+}
+
+func TestFlaggedContentAsks(t *testing.T) {
+	g, posts := untrustedFixture(t, gate.Options{OnFlagged: gate.FlaggedAsk})
+	post := func(session string) tool.Result {
+		return g.Call(context.Background(), tool.Call{Tool: "post", Args: json.RawMessage(`{"url":"https://api.example/x"}`), Session: session, Mode: "auto"})
+	}
+	if r := page(g, "s", injected); !r.OK() || r.Scan == nil || !r.Scan.Flagged {
+		t.Fatalf("the flagged page is still delivered: %+v", r)
+	}
+	if r := post("s"); r.Decision != "ask" || r.Rule != gate.FlaggedRule || *posts != 0 {
+		t.Fatalf("a side effect after flagged content: %s %s, want an ask by %s", r.Decision, r.Rule, gate.FlaggedRule)
+	}
+	if r := post("other"); r.Decision != "allow" {
+		t.Fatalf("another session: %s, want allow", r.Decision)
 	}
 }

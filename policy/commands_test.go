@@ -71,3 +71,15 @@ func TestRedactSection(t *testing.T) {
 		t.Fatalf("the built-in policy allows %+v", a)
 	}
 }
+
+func TestUntrustedSection(t *testing.T) {
+	for _, c := range []struct{ in, want string }{{"deliver", ""}, {"ask", "ask"}, {"deny", "deny"}} {
+		p, err := policy.Parse([]byte("untrusted:\n  on_flagged: "+c.in+"\n"), "team.yaml")
+		if err != nil || p.OnFlagged() != c.want {
+			t.Fatalf("on_flagged %s: %q, %v; want %q", c.in, p.OnFlagged(), err, c.want)
+		}
+	}
+	if _, err := policy.Parse([]byte("untrusted:\n  on_flagged: maybe\n"), "bad.yaml"); err == nil {
+		t.Fatal("an unknown on_flagged must be refused")
+	}
+}

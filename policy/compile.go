@@ -63,6 +63,7 @@ type compiled struct {
 	effective   []byte
 	commands    *command.Policy // the built-in command rules plus the file's commands section
 	redactAllow RedactAllow     // the file's redact.allow section
+	onFlagged   string          // the file's untrusted.on_flagged: "", "ask" or "deny"
 }
 
 type role struct {
@@ -118,6 +119,11 @@ type fileYAML struct {
 	Rules       []ruleYAML          `yaml:"rules"`
 	Commands    *command.Config     `yaml:"commands"`
 	Redact      *redactYAML         `yaml:"redact"`
+	Untrusted   *untrustedYAML      `yaml:"untrusted"`
+}
+
+type untrustedYAML struct {
+	OnFlagged string `yaml:"on_flagged"`
 }
 
 type redactYAML struct {
@@ -144,7 +150,7 @@ type ruleYAML struct {
 
 var (
 	builtinKeys = []string{"version", "default_mode", "roles", "modes", "rules"}
-	fileKeys    = []string{"version", "rules", "commands", "redact"}
+	fileKeys    = []string{"version", "rules", "commands", "redact", "untrusted"}
 	ruleKeys    = []string{"id", "when", "decision", "message", "hint"}
 )
 
@@ -218,7 +224,7 @@ func readDoc(data []byte, name string, isBuiltin bool) (*doc, error) {
 			if isBuiltin {
 				return nil, perr(k.Line, nil, "unknown key %q: want %s", k.Value, strings.Join(allowed, ", "))
 			}
-			return nil, perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands and redact", k.Value)
+			return nil, perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands, redact and untrusted", k.Value)
 		}
 		d.lines[k.Value] = k.Line
 		switch k.Value {
@@ -401,6 +407,15 @@ func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
 			}
 		}
 		c.redactAllow = r.Allow
+	}
+	if u := d.file.Untrusted; u != nil {
+		switch u.OnFlagged {
+		case "deliver":
+		case "ask", "deny":
+			c.onFlagged = u.OnFlagged
+		default:
+			return nil, &ParseError{File: name, Line: d.lines["untrusted"], Msg: fmt.Sprintf("untrusted.on_flagged %q: want deliver, ask or deny", u.OnFlagged)}
+		}
 	}
 	if d.file.Commands != nil {
 		if c.commands, err = command.Compile(d.file.Commands); err != nil {

@@ -263,6 +263,17 @@ func (p *Policy) RedactAllow() RedactAllow {
 	return p.c.redactAllow
 }
 
+// OnFlagged is what the policy file's untrusted.on_flagged makes of
+// content the injection scanner flags: "" to deliver it marked (the
+// default), "ask" to make every later side effect of the session ask, or
+// "deny" to withhold it.
+func (p *Policy) OnFlagged() string {
+	if p == nil || p.c == nil {
+		return ""
+	}
+	return p.c.onFlagged
+}
+
 // Decide returns the decision for one call. It is safe for concurrent use;
 // beyond evaluating the rules' conditions it does not allocate, except to
 // describe an unknown role or mode or a failed rule.

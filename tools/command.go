@@ -31,6 +31,10 @@ type RunCommandOptions struct {
 	// Limits bound each run; zero fields are the sandbox's defaults. A
 	// call's timeout_seconds can only lower Limits.Wall.
 	Limits sandbox.Limits
+	// Proxy, when set, is the unix socket of an egress proxy: commands
+	// then run with sandbox.NetworkProxy and reach only what the egress
+	// policy allows. Empty: no network at all.
+	Proxy string
 }
 
 // DefaultCommandEnv is the environment run_command gives a command.
@@ -89,6 +93,9 @@ func runCommand(sb sandbox.Sandbox, root string, o *RunCommandOptions) tool.Exec
 		spec := sandbox.Spec{
 			Argv: []string{o.Shell, "-c", args.Command}, Env: o.Env,
 			Workspace: root, WorkspaceWritable: true, Limits: lim,
+		}
+		if o.Proxy != "" {
+			spec.Network, spec.Proxy = sandbox.NetworkProxy, o.Proxy
 		}
 		prov := tool.Provenance{Tool: "run_command", Source: "sandbox:" + sb.Name()}
 		res, err := sb.Run(ctx, spec)

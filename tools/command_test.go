@@ -101,3 +101,17 @@ func TestRunCommandUnavailable(t *testing.T) {
 		t.Fatal("a backend fault must be a Go error (tool_failed at the gate)")
 	}
 }
+
+func TestRunCommandProxy(t *testing.T) {
+	sb := &recordingSandbox{}
+	if _, err := RunCommand(sb, "/w", &RunCommandOptions{Proxy: "/run/p.sock"}).Run(context.Background(), &tool.Call{Args: json.RawMessage(`{"command":"x"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if sb.spec.Network != sandbox.NetworkProxy || sb.spec.Proxy != "/run/p.sock" {
+		t.Fatalf("with a proxy: network %q proxy %q", sb.spec.Network, sb.spec.Proxy)
+	}
+	RunCommand(sb, "/w", nil).Run(context.Background(), &tool.Call{Args: json.RawMessage(`{"command":"x"}`)})
+	if sb.spec.Network != "" || sb.spec.Proxy != "" {
+		t.Fatalf("without one: network %q proxy %q, want none", sb.spec.Network, sb.spec.Proxy)
+	}
+}

@@ -28,6 +28,7 @@ type settings struct {
 	FAQ            string            `yaml:"faq"`
 	Sandbox        string            `yaml:"sandbox"`
 	Store          string            `yaml:"store"`
+	CommandNetwork string            `yaml:"command_network"`
 	Addr           string            `yaml:"addr"`
 	Tokens         map[string]string `yaml:"tokens"` // bearer token -> role, for airlock serve
 	AllowedHosts   []string          `yaml:"allowed_hosts"`
@@ -39,6 +40,10 @@ type settings struct {
 	// envelopes: the door's results go to a model (MCP), so untrusted
 	// results are wrapped in envelopes.
 	envelopes bool
+	// proxy is the egress proxy run_command's commands reach with
+	// command_network: proxy; started once, it lives as long as the
+	// process.
+	proxy *egressProxy
 }
 
 // DefaultAddr is where airlock serve listens unless told otherwise.
@@ -68,6 +73,8 @@ var settingTable = []setting{
 		func(s *settings) *string { return &s.FAQ }},
 	{"store", "AIRLOCK_STORE", "the store `URL` of approvals, sessions and the ledger: sqlite:PATH, postgres://... or redis://... (default: .airlock/state.db in the workspace)",
 		func(s *settings) *string { return &s.Store }},
+	{"command-network", "AIRLOCK_COMMAND_NETWORK", "what run_command's commands may reach: none (default), or proxy (only airlock's egress proxy, under web_fetch's policy)",
+		func(s *settings) *string { return &s.CommandNetwork }},
 	{"sandbox", "AIRLOCK_SANDBOX", "the sandbox `backend` run_command runs in: native (default), bwrap or container",
 		func(s *settings) *string { return &s.Sandbox }},
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/sandbox"
 )
 
@@ -35,6 +36,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	pids := fs.Int("pids", sandbox.DefaultPids, "most processes and threads at once")
 	asJSON := fs.Bool("json", false, "print one JSON object with the outcome instead of passing the output through")
 	degraded := fs.Bool("allow-degraded", false, "run even where a layer cannot be applied; the JSON's enforced and degraded say what was")
+	network := fs.String("network", "none", "none, or proxy: the command reaches only airlock's egress proxy (public hosts on ports 80 and 443), at $HTTP_PROXY")
+	pins := egress.Pins{}
+	fs.Var(pinFlag{pins}, "resolve", "with --network proxy, pin a host name's addresses as `HOST:IP[,IP...]` (repeatable)")
 	var env envFlag
 	fs.Var(&env, "env", "`KEY=VALUE` in the command's environment (repeatable); nothing of airlock's own environment is passed")
 	fs.Usage = func() {
@@ -81,6 +85,25 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		Workspace: ws, WorkspaceWritable: !*readOnly,
 		AllowDegraded: *degraded,
 		Limits:        sandbox.Limits{Wall: *timeout, CPU: *cpu, Memory: memory.n, Pids: *pids, Output: output.n},
+	}
+	switch *network {
+	case "none":
+	case "proxy":
+		client, err := egress.NewClient(egressOptions(pins))
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock exec: %v\n", err)
+			return exitSandbox
+		}
+		proxy, err := startEgressProxy(client)
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock exec: %v\n", err)
+			return exitSandbox
+		}
+		defer proxy.Close()
+		spec.Network, spec.Proxy = sandbox.NetworkProxy, proxy.socket
+	default:
+		fmt.Fprintf(stderr, "airlock exec: --network must be none or proxy, not %q\n", *network)
+		return exitSandbox
 	}
 	res, err := sb.Run(ctx, spec)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,10 +34,16 @@ type env struct {
 	ws   *workspace.Workspace
 	log  *audit.Log
 	db   store.Backend
+	// proxy serves run_command's egress (command_network: proxy).
+	proxy *egressProxy
 }
 
 func (e *env) Close() error {
-	return errors.Join(e.log.Close(), e.db.Close(), e.ws.Close())
+	var perr error
+	if e.proxy != nil {
+		perr = e.proxy.Close()
+	}
+	return errors.Join(e.log.Close(), e.db.Close(), e.ws.Close(), perr)
 }
 
 // registry holds the built-in tools: calculate, the file tools on ws,
@@ -56,8 +63,23 @@ func registryWith(s *settings, ws *workspace.Workspace, eg *egress.Options) (*to
 		return nil, nil, err
 	}
 	reg := tool.NewRegistry()
+	var cmdOpts tools.RunCommandOptions
+	switch s.CommandNetwork {
+	case "", "none":
+	case "proxy":
+		// One proxy per process, for as long as it runs: the same egress
+		// policy as web_fetch's, for commands.
+		if s.proxy == nil {
+			if s.proxy, err = startEgressProxy(fetcher); err != nil {
+				return nil, nil, err
+			}
+		}
+		cmdOpts.Proxy = s.proxy.socket
+	default:
+		return nil, nil, fmt.Errorf("command_network %q: want none or proxy", s.CommandNetwork)
+	}
 	list := append([]tool.Tool{tools.Calculate(), tools.WebFetch(fetcher),
-		tools.RunCommand(&lazySandbox{name: s.sandboxName()}, ws.Dir(), nil)}, tools.FileTools(ws)...)
+		tools.RunCommand(&lazySandbox{name: s.sandboxName()}, ws.Dir(), &cmdOpts)}, tools.FileTools(ws)...)
 	if s.FAQ != "" {
 		faq, err := tools.LoadFAQ(s.FAQ)
 		if err != nil {
@@ -95,6 +117,12 @@ func warnEnvSecrets(stderr io.Writer) {
 	for _, f := range auditRedactor().ScanEnv(os.Environ()) {
 		fmt.Fprintf(stderr, "airlock: warning: $%s holds what looks like a secret (%s); it is kept out of every sandbox and result\n", f.Name, f.Kind)
 	}
+}
+
+// serverLog is the MCP doors' log: warnings and errors to stderr, with
+// every message and string attribute redacted.
+func serverLog(stderr io.Writer) *slog.Logger {
+	return slog.New(redact.NewHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), auditRedactor()))
 }
 
 // AuditLockWait is how long a command waits for another airlock process
@@ -187,7 +215,7 @@ func openEnvWith(s *settings, firstRoot string, eg *egress.Options) (*env, error
 		ws.Close()
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	e := &env{ws: ws, log: log, db: db}
+	e := &env{ws: ws, log: log, db: db, proxy: s.proxy}
 	if _, err := db.Prune(context.Background(), time.Now()); err != nil {
 		e.Close()
 		return nil, err
@@ -213,7 +241,7 @@ func openEnvWith(s *settings, firstRoot string, eg *egress.Options) (*env, error
 		e.Close()
 		return nil, err
 	}
-	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Ledger: led, Redactor: rd, Envelopes: s.envelopes, Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
+	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Ledger: led, Redactor: rd, Envelopes: s.envelopes, OnFlagged: gate.FlagAction(pol.OnFlagged()), Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
 	if err != nil {
 		e.Close()
 		return nil, err

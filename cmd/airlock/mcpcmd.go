@@ -41,7 +41,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	set.envelopes = true
 	warnEnvSecrets(stderr)
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions}
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
 	var g *gate.Gate
 	if set.explicitWorkspace {
 		e, err := openEnv(set, "")
@@ -95,7 +95,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return refused(stderr, "serve", err)
 	}
 	defer e.Close()
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db), Instructions: untrusted.Instructions}
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db), Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
 	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
 	handler, err := mcp.NewHTTPHandler(e.gate, opts, h)
 	if err != nil {
