@@ -29,6 +29,7 @@ type settings struct {
 	Sandbox        string            `yaml:"sandbox"`
 	Store          string            `yaml:"store"`
 	CommandNetwork string            `yaml:"command_network"`
+	Credentials    string            `yaml:"credentials"`
 	Addr           string            `yaml:"addr"`
 	Tokens         map[string]string `yaml:"tokens"` // bearer token -> role, for airlock serve
 	AllowedHosts   []string          `yaml:"allowed_hosts"`
@@ -73,6 +74,8 @@ var settingTable = []setting{
 		func(s *settings) *string { return &s.FAQ }},
 	{"store", "AIRLOCK_STORE", "the store `URL` of approvals, sessions and the ledger: sqlite:PATH, postgres://... or redis://... (default: .airlock/state.db in the workspace)",
 		func(s *settings) *string { return &s.Store }},
+	{"credentials", "AIRLOCK_CREDENTIALS", "a credentials `FILE` (mode 600) of headers web_fetch and the egress proxy attach per exact host, so that no model or command sees them",
+		func(s *settings) *string { return &s.Credentials }},
 	{"command-network", "AIRLOCK_COMMAND_NETWORK", "what run_command's commands may reach: none (default), or proxy (only airlock's egress proxy, under web_fetch's policy)",
 		func(s *settings) *string { return &s.CommandNetwork }},
 	{"sandbox", "AIRLOCK_SANDBOX", "the sandbox `backend` run_command runs in: native (default), bwrap or container",

@@ -58,6 +58,18 @@ func registry(s *settings, ws *workspace.Workspace) (*tool.Registry, error) {
 // defaults); it also returns the egress client, whose Check is the gate's
 // URL guard.
 func registryWith(s *settings, ws *workspace.Workspace, eg *egress.Options) (*tool.Registry, *egress.Client, error) {
+	if s.Credentials != "" {
+		creds, err := egress.LoadCredentials(s.Credentials, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		o := egress.Options{}
+		if eg != nil {
+			o = *eg
+		}
+		o.Credentials = creds
+		eg = &o
+	}
 	fetcher, err := egress.NewClient(eg)
 	if err != nil {
 		return nil, nil, err
