@@ -288,8 +288,8 @@ func (s *scanner) scan(text string, base, depth int) []Signal {
 		}
 		chunk := folded[c[0]:c[1]]
 		idx := indexChunk(chunk)
-		for i := range phrases {
-			ph := &phrases[i]
+		for i, all := 0, phrases(); i < len(all); i++ {
+			ph := &all[i]
 			if !ph.wanted(idx) {
 				continue
 			}
@@ -347,7 +347,7 @@ func (s *scanner) scan(text string, base, depth int) []Signal {
 	// text, and only where the plain text had none.
 	if depth == 0 && !hasName(sigs, SignalInstructionOverride) {
 		rot := rot13(folded)
-		for _, ph := range phrases[:4] {
+		for _, ph := range phrases()[:4] {
 			if m := ph.re.FindStringIndex(rot[:min(len(rot), Rot13Bytes)]); m != nil {
 				add(SignalEncodedPayload, offs[m[0]], offs[m[1]], 0.6, "rot13")
 				add(SignalInstructionOverride, offs[m[0]], offs[m[1]], ph.weight, "rot13")
@@ -446,8 +446,8 @@ func (s *scanner) phraseSignals(text string) int {
 		}
 		chunk := folded[c[0]:c[1]]
 		idx := indexChunk(chunk)
-		for i := range phrases {
-			ph := &phrases[i]
+		for i, all := 0, phrases(); i < len(all); i++ {
+			ph := &all[i]
 			if !ph.wanted(idx) {
 				continue
 			}

@@ -1,6 +1,8 @@
 package native
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +39,39 @@ func (h hierarchy) parent() string { return filepath.Join(h.mount, h.self, cgrou
 
 // cgroupDirName names airlock's subtree in each hierarchy.
 const cgroupDirName = "airlock"
+
+// runNonce is this process's part of its run cgroups' names.
+var runNonce = func() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
+// sweepStale removes the run cgroups in airlock's subtrees whose owner
+// process is gone: an airlock killed with SIGKILL cannot remove its own.
+// Only empty ones go (the kernel refuses the rest), and only airlock's:
+// every name under its subtree is PID-N-NONCE, made by a Run.
+func (cs *cgroupSystem) sweepStale() {
+	for _, h := range []hierarchy{cs.mem, cs.pids, cs.unified} {
+		if !h.ok() {
+			continue
+		}
+		entries, err := os.ReadDir(h.parent())
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			pid, _, ok := strings.Cut(e.Name(), "-")
+			n, err := strconv.Atoi(pid)
+			if !e.IsDir() || !ok || err != nil || n <= 0 || n == os.Getpid() {
+				continue
+			}
+			if syscall.Kill(n, 0) == syscall.ESRCH {
+				os.Remove(filepath.Join(h.parent(), e.Name()))
+			}
+		}
+	}
+}
 
 // detectCgroups reads /proc/self/mountinfo and /proc/self/cgroup, keeping
 // only hierarchies mounted under root.

@@ -1,8 +1,11 @@
 package native
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -92,5 +95,39 @@ func TestRunCgroupV2Layout(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, file)); err != nil || string(b) != want {
 			t.Errorf("%s: %q %v, want %q", file, b, err, want)
 		}
+	}
+}
+
+// TestSweepStaleCgroups: a run cgroup whose airlock process is gone (it
+// was killed before it could remove it) goes at the next New; one whose
+// owner lives stays.
+func TestSweepStaleCgroups(t *testing.T) {
+	cs := detectCgroups("/sys/fs/cgroup")
+	if !cs.mem.ok() {
+		t.Fatal("no memory controller found: the native backend's cgroup tests need cgroup v1 or v2 with memory")
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	parent := cs.mem.parent()
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(parent, strconv.Itoa(dead.Process.Pid)+"-1-deadbeef")
+	live := filepath.Join(parent, strconv.Itoa(os.Getppid())+"-1-cafef00d")
+	for _, d := range []string{stale, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer os.Remove(live)
+	defer os.Remove(stale)
+	cs.sweepStale()
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the cgroup of a process that is gone is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the cgroup of a live process was removed: %v", err)
 	}
 }

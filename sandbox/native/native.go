@@ -159,6 +159,7 @@ func New(opts *Options) (*Sandbox, error) {
 		root = "/sys/fs/cgroup"
 	}
 	s.cg = detectCgroups(root)
+	s.cg.sweepStale()
 	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
 		return nil, sandbox.Unavailable(sandbox.LayerUserNS, "this kernel has no user namespaces", "use a kernel built with CONFIG_USER_NS, or the container backend")
 	}
@@ -225,7 +226,10 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 	}
 
 	// The cgroups, before anything starts.
-	id := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(runID.Add(1), 10)
+	// The pid names the owner (for sweepStaleCgroups); the random part
+	// keeps a reused pid from meeting the cgroup of a process killed
+	// before it could remove it.
+	id := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(runID.Add(1), 10) + "-" + runNonce
 	rc, memErr, pidsErr := s.cg.newRunCgroup(id, lim.Memory, lim.Pids+InitTasks, !s.skip[sandbox.LayerCgroupMem], !s.skip[sandbox.LayerCgroupPids])
 	defer rc.remove()
 	for _, c := range []struct {
