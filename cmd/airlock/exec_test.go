@@ -30,21 +30,3 @@ func TestExecStatuses(t *testing.T) {
 		}
 	}
 }
-
-func TestParseSize(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"512", 512, true}, {"64K", 64 << 10, true}, {"64M", 64 << 20, true}, {"1G", 1 << 30, true},
-		{"64MB", 64 << 20, true}, {"64MiB", 64 << 20, true}, {"2k", 2 << 10, true},
-		{"", 0, false}, {"M", 0, false}, {"-1M", 0, false}, {"1.5G", 0, false}, {"lots", 0, false},
-		{"99999999999G", 0, false},
-	} {
-		got, err := parseSize(c.in)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", c.in, got, err, c.want, c.ok)
-		}
-	}
-}

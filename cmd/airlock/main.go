@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// Serves `airlock exec` before the heavy packages initialize.
+	_ "airlock.dev/airlock/cmd/airlock/internal/fastexec"
 )
 
 func main() {

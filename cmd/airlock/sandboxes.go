@@ -2,33 +2,22 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 
+	"airlock.dev/airlock/cmd/airlock/internal/execcmd"
 	"airlock.dev/airlock/sandbox"
-	"airlock.dev/airlock/sandbox/bwrap"
 	"airlock.dev/airlock/sandbox/container"
-	"airlock.dev/airlock/sandbox/native"
 )
 
 // DefaultSandbox is the backend commands run in unless told otherwise.
-const DefaultSandbox = "native"
-
-// sandboxNames are the backends, in the order they are offered.
-var sandboxNames = []string{"native", "bwrap", "container"}
+const DefaultSandbox = execcmd.DefaultSandbox
 
 // newSandbox returns the backend of that name, each with its defaults.
 func newSandbox(name string) (sandbox.Sandbox, error) {
-	switch name {
-	case "native":
-		return native.New(nil)
-	case "bwrap":
-		return bwrap.New(nil), nil
-	case "container":
+	if name == "container" {
 		return container.New(nil), nil
 	}
-	return nil, fmt.Errorf("unknown sandbox backend %q: want %s", name, strings.Join(sandboxNames, ", "))
+	return execcmd.NewSandbox(name)
 }
 
 // lazySandbox builds its backend at the first run, so that a gate that
