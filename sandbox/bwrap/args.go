@@ -185,7 +185,7 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 	// command can write only to /tmp and, if asked, the workspace.
 	a = append(a, "--remount-ro", "/")
 
-	env, err := environment(spec.Env)
+	env, err := sandbox.CommandEnv(spec.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -231,31 +231,4 @@ func lookup(env []string, key string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// environment is spec's Env, checked, plus HOME and PATH where it sets
-// neither.
-func environment(env []string) ([]string, error) {
-	var home, pathSet bool
-	out := make([]string, 0, len(env)+2)
-	for _, kv := range env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, sandbox.Invalid(fmt.Sprintf("Env entry %q is not KEY=value", kv), "write each entry as KEY=value with a non-empty KEY")
-		}
-		switch k {
-		case "HOME":
-			home = true
-		case "PATH":
-			pathSet = true
-		}
-		out = append(out, kv)
-	}
-	if !home {
-		out = append(out, "HOME=/tmp")
-	}
-	if !pathSet {
-		out = append(out, "PATH="+sandbox.DefaultPath)
-	}
-	return out, nil
 }

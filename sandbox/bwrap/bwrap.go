@@ -227,8 +227,8 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 	}
 	secW.Close()
 
-	stdout := &capped{max: r.lim.Output, f: func() { r.end(sandbox.KilledOutput) }}
-	stderr := &capped{max: r.lim.Output, f: func() { r.end(sandbox.KilledOutput) }}
+	stdout := &sandbox.Capped{Max: r.lim.Output, OnOver: func() { r.end(sandbox.KilledOutput) }}
+	stderr := &sandbox.Capped{Max: r.lim.Output, OnOver: func() { r.end(sandbox.KilledOutput) }}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{} // bwrap's own environment; --clearenv sets the command's
 	cmd.Dir = "/"
@@ -257,9 +257,9 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 		r.end(sandbox.KilledWall)
 		cmd.Wait()
 		if errors.Is(err, errNoChild) {
-			return res, setupFailed(stderr.buf.Bytes())
+			return res, setupFailed(stderr.Bytes())
 		}
-		return res, fmt.Errorf("%w (bwrap said: %s)", err, firstLine(stderr.buf.Bytes()))
+		return res, fmt.Errorf("%w (bwrap said: %s)", err, firstLine(stderr.Bytes()))
 	}
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
@@ -305,7 +305,7 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 	// bwrap failed while making the sandbox, and the command never ran.
 	// (TIOCINQ is FIONREAD's name in x/sys/unix.)
 	if n, err := unix.IoctlGetInt(int(blockR.Fd()), unix.TIOCINQ); err == nil && n > 0 && r.reason() == sandbox.KilledNone {
-		return res, setupFailed(stderr.buf.Bytes())
+		return res, setupFailed(stderr.Bytes())
 	}
 
 	st := cmd.ProcessState
@@ -321,8 +321,8 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 	if r.cg != nil {
 		res.Usage.UserCPU, res.Usage.SystemCPU, _ = r.cg.cpuUsage()
 	}
-	res.Stdout, res.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
-	res.Truncated = stdout.over || stderr.over
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = stdout.Over() || stderr.Over()
 	res.Enforced = append(append([]sandbox.Layer{}, layersNS...), sandbox.LayerSeccomp, sandbox.LayerRlimits)
 	if r.cg != nil {
 		res.Enforced = append(res.Enforced, sandbox.LayerCgroupMem, sandbox.LayerCgroupPids)
@@ -485,35 +485,6 @@ func startClean(cmd *exec.Cmd) error {
 		}
 	}()
 	return cmd.Start()
-}
-
-// capped keeps the first max bytes written and calls over once past them.
-// It never fails a write, so the command is not stopped by a broken pipe
-// before the kill reaches it.
-type capped struct {
-	max  int64
-	buf  bytes.Buffer
-	over bool
-	once sync.Once
-	f    func()
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - int64(c.buf.Len())
-	if int64(len(p)) > room {
-		c.buf.Write(p[:max(room, 0)])
-		c.over = true
-		c.once.Do(c.overFn)
-		return len(p), nil
-	}
-	c.buf.Write(p)
-	return len(p), nil
-}
-
-func (c *capped) overFn() {
-	if c.f != nil {
-		c.f()
-	}
 }
 
 func firstLine(b []byte) string {

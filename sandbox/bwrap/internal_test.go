@@ -69,24 +69,6 @@ func TestSeccompProgram(t *testing.T) {
 	}
 }
 
-func TestCapped(t *testing.T) {
-	calls := 0
-	c := &capped{max: 10, f: func() { calls++ }}
-	for _, p := range []string{"1234", "5678", "9abc", "def"} {
-		if n, err := c.Write([]byte(p)); n != len(p) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", p, n, err)
-		}
-	}
-	if got := c.buf.String(); got != "123456789a" || !c.over || calls != 1 {
-		t.Errorf("kept %q over %v calls %d; want the first 10 bytes, over, one call", got, c.over, calls)
-	}
-	exact := &capped{max: 4}
-	exact.Write([]byte("1234"))
-	if exact.over {
-		t.Error("exactly max bytes is not over")
-	}
-}
-
 func TestEnvironment(t *testing.T) {
 	for _, c := range []struct {
 		in, want []string
@@ -95,9 +77,9 @@ func TestEnvironment(t *testing.T) {
 		{[]string{"A=", "HOME=/h"}, []string{"A=", "HOME=/h", "PATH=" + sandbox.DefaultPath}},
 		{[]string{"PATH=/bin", "X=a=b"}, []string{"PATH=/bin", "X=a=b", "HOME=/tmp"}},
 	} {
-		got, err := environment(c.in)
+		got, err := sandbox.CommandEnv(c.in)
 		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("environment(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			t.Errorf("CommandEnv(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
 }

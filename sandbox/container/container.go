@@ -44,7 +44,6 @@
 package container
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -389,8 +388,8 @@ func (s *Sandbox) run(ctx context.Context, id string, spec *sandbox.Spec, lim sa
 			s.c.do(cctx, "POST", "/containers/"+id+"/kill", url.Values{"signal": {"KILL"}}, nil, nil)
 		}
 	}
-	stdout := &capped{max: lim.Output, f: func() { go kill(sandbox.KilledOutput) }}
-	stderr := &capped{max: lim.Output, f: func() { go kill(sandbox.KilledOutput) }}
+	stdout := &sandbox.Capped{Max: lim.Output, OnOver: func() { go kill(sandbox.KilledOutput) }}
+	stderr := &sandbox.Capped{Max: lim.Output, OnOver: func() { go kill(sandbox.KilledOutput) }}
 	streamDone := make(chan error, 1)
 	go func() { streamDone <- demux(br, stdout, stderr) }()
 
@@ -444,8 +443,8 @@ func (s *Sandbox) run(ctx context.Context, id string, spec *sandbox.Spec, lim sa
 	}
 	cw.finish()
 	res.ExitCode = waited.StatusCode
-	res.Stdout, res.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
-	res.Truncated = stdout.over || stderr.over
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = stdout.Over() || stderr.Over()
 	res.Enforced = append([]sandbox.Layer{}, layersAll...)
 	if info.HostConfig.CgroupnsMode == "private" {
 		// Asked for, and not every engine gives it: Podman's compatible
@@ -497,7 +496,7 @@ func randomHex(n int) string {
 
 // createBody is the container's configuration for spec.
 func (s *Sandbox) createBody(spec *sandbox.Spec, lim sandbox.Limits, e *engine) (map[string]any, error) {
-	env, err := environment(spec.Env)
+	env, err := sandbox.CommandEnv(spec.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -621,57 +620,4 @@ func (s *Sandbox) createBody(spec *sandbox.Spec, lim sandbox.Limits, e *engine) 
 		"Tty":             false,
 		"HostConfig":      host,
 	}, nil
-}
-
-// environment is spec's Env, checked, plus HOME and PATH where it sets
-// neither.
-func environment(env []string) ([]string, error) {
-	var home, pathSet bool
-	out := make([]string, 0, len(env)+2)
-	for _, kv := range env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, sandbox.Invalid(fmt.Sprintf("Env entry %q is not KEY=value", kv), "write each entry as KEY=value with a non-empty KEY")
-		}
-		switch k {
-		case "HOME":
-			home = true
-		case "PATH":
-			pathSet = true
-		}
-		out = append(out, kv)
-	}
-	if !home {
-		out = append(out, "HOME=/tmp")
-	}
-	if !pathSet {
-		out = append(out, "PATH="+sandbox.DefaultPath)
-	}
-	return out, nil
-}
-
-// capped keeps the first max bytes written and calls f once past them. It
-// never fails a write, so the stream is drained until the kill lands.
-type capped struct {
-	max  int64
-	buf  bytes.Buffer
-	over bool
-	once sync.Once
-	f    func()
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - int64(c.buf.Len())
-	if int64(len(p)) > room {
-		c.buf.Write(p[:max(room, 0)])
-		c.over = true
-		c.once.Do(func() {
-			if c.f != nil {
-				c.f()
-			}
-		})
-		return len(p), nil
-	}
-	c.buf.Write(p)
-	return len(p), nil
 }
