@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -16,10 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"airlock.dev/airlock/store"
-	"airlock.dev/airlock/store/postgres"
-	"airlock.dev/airlock/store/redis"
-	"airlock.dev/airlock/store/storeurl"
+	"airlock.dev/airlock/store/storeurl/storeurltest"
 )
 
 // callOut is what airlock call --json prints.
@@ -52,40 +48,25 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// stores are the backends two airlock processes share, each with a
-// cleanup that removes what the test wrote. The servers must be up
-// (scripts/start-services.sh, which ./test.sh runs).
-func stores(t *testing.T, ws string) []struct {
-	name, url string
-	cleanup   func(store.Backend) error
-} {
-	id := randomID()
-	ctx := context.Background()
-	return []struct {
-		name, url string
-		cleanup   func(store.Backend) error
-	}{
-		{"sqlite", "", nil}, // the embedded default, .airlock/state.db in the workspace
-		{"postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable&schema=airlock_e2e_" + id,
-			func(b store.Backend) error { return b.(*postgres.DB).DropSchema(ctx) }},
-		{"redis", "redis://127.0.0.1:6379/0?prefix=airlock-e2e-" + id + ":",
-			func(b store.Backend) error { return b.(*redis.DB).DeleteAll(ctx) }},
+// stores are the backends two airlock processes share: the embedded
+// default (URL "", .airlock/state.db in the workspace), and Postgres and
+// Redis in namespaces of their own, removed when the test ends.
+func stores(t *testing.T, tag string) []storeurltest.Backend {
+	out := []storeurltest.Backend{{Name: "sqlite"}}
+	for _, b := range storeurltest.Backends(t, tag) {
+		if b.Name != "sqlite" {
+			out = append(out, b)
+		}
 	}
+	return out
 }
 
-func dropStore(t *testing.T, url string, cleanup func(store.Backend) error) {
-	if url == "" {
-		return
+// useStore makes the test own st's namespace: opened (and migrated) once
+// here, removed at the end.
+func useStore(t *testing.T, st storeurltest.Backend) {
+	if st.URL != "" {
+		storeurltest.Open(t, st)
 	}
-	b, err := storeurl.Open(context.Background(), url)
-	if err != nil {
-		t.Errorf("opening %s to clean up: %v", url, err)
-		return
-	}
-	if err := cleanup(b); err != nil {
-		t.Error(err)
-	}
-	b.Close()
 }
 
 func airlockCall(bin, ws, storeURL string, extraEnv []string, key, command string) *exec.Cmd {
@@ -108,13 +89,13 @@ func airlockCall(bin, ws, storeURL string, extraEnv []string, key, command strin
 // one writer at a time, so the second waits its turn and replays.
 func TestCallRaceExactlyOnce(t *testing.T) {
 	bin := buildAirlock(t, ".")
-	for _, st := range stores(t, "") {
-		t.Run(st.name, func(t *testing.T) {
+	for _, st := range stores(t, "e2e_race") {
+		t.Run(st.Name, func(t *testing.T) {
+			useStore(t, st)
 			wss := []string{workspace(t, "ws1"), workspace(t, "ws2")}
-			if st.url == "" {
+			if st.URL == "" {
 				wss[1] = wss[0]
 			}
-			defer dropStore(t, st.url, st.cleanup)
 			for k := range 3 {
 				key := "race-" + randomID()
 				line := "effect " + key
@@ -126,7 +107,7 @@ func TestCallRaceExactlyOnce(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						outs[p], errs[p] = airlockCall(bin, wss[p], st.url, nil, key, command).Output()
+						outs[p], errs[p] = airlockCall(bin, wss[p], st.URL, nil, key, command).Output()
 					}()
 				}
 				wg.Wait()
@@ -155,7 +136,7 @@ func TestCallRaceExactlyOnce(t *testing.T) {
 					t.Fatalf("round %d: the effect ran %d times (sink) and %d processes say they ran it; want 1 and 1\n%s", k, n, ran, sink)
 				}
 				// After both, a third process gets the stored result.
-				out, err := airlockCall(bin, wss[1], st.url, nil, key, command).Output()
+				out, err := airlockCall(bin, wss[1], st.URL, nil, key, command).Output()
 				c := parseCall(t, out, err)
 				if !c.OK || !c.Replayed || c.Content != content {
 					t.Fatalf("round %d: a repeat after the race: %s (%v), want the stored result %q", k, out, err, content)
@@ -174,10 +155,10 @@ func TestCallCrash(t *testing.T) {
 	bin := buildAirlock(t, ".")
 	const lease = 2 * time.Second
 	leaseEnv := []string{"AIRLOCK_LEDGER_LEASE=" + lease.String()}
-	for _, st := range stores(t, "") {
-		t.Run(st.name, func(t *testing.T) {
+	for _, st := range stores(t, "e2e_crash") {
+		t.Run(st.Name, func(t *testing.T) {
+			useStore(t, st)
 			ws := workspace(t, "ws")
-			defer dropStore(t, st.url, st.cleanup)
 			key := "crash-" + randomID()
 			marker := "airlock-crash-" + randomID()
 			// The effect completes only after 3 s; the marker names the
@@ -185,7 +166,7 @@ func TestCallCrash(t *testing.T) {
 			// processes.
 			command := "sh -c 'sleep 3; : " + marker + "'; echo done >> sink.txt; echo finished"
 
-			victim := airlockCall(bin, ws, st.url, leaseEnv, key, command)
+			victim := airlockCall(bin, ws, st.URL, leaseEnv, key, command)
 			if err := victim.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +190,7 @@ func TestCallCrash(t *testing.T) {
 			// Within the lease the key is still held; past it, the retry runs.
 			var c callOut
 			if !waitFor(3*lease, func() bool {
-				out, err := airlockCall(bin, ws, st.url, leaseEnv, key, command).Output()
+				out, err := airlockCall(bin, ws, st.URL, leaseEnv, key, command).Output()
 				c = parseCall(t, out, err)
 				if c.Error != nil && c.Error.Code == "in_progress" {
 					time.Sleep(200 * time.Millisecond)
@@ -222,7 +203,7 @@ func TestCallCrash(t *testing.T) {
 			if !c.OK || !c.Retry || c.Replayed {
 				t.Fatalf("the retry after the crash: %+v, want it to run, flagged as a retry", c)
 			}
-			out, err := airlockCall(bin, ws, st.url, leaseEnv, key, command).Output()
+			out, err := airlockCall(bin, ws, st.URL, leaseEnv, key, command).Output()
 			if r := parseCall(t, out, err); !r.OK || !r.Replayed || r.Content != c.Content {
 				t.Fatalf("a repeat after the retry: %s, want the stored result", out)
 			}
