@@ -190,6 +190,7 @@ type call struct {
 	ran      bool                  // the executor was reached
 	approval *tool.ApprovalRequest // the approval an ask parked, if any
 	ticket   *ledger.Ticket        // the ledger key this call holds while it runs
+	acted    bool                  // the executor returned a result: the effect happened
 	replayed bool                  // the result is the ledger's stored one
 }
 
@@ -443,9 +444,15 @@ func (g *Gate) commandGuard(c *call) *tool.Error {
 	case command.Allow:
 		return nil
 	case command.Ask:
-		if c.verdict.Action == policy.Allow {
+		switch c.verdict.Action {
+		case policy.Allow:
 			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: d.Rule,
 				Reason: d.Message, Hint: d.Hint}
+		case policy.Ask:
+			// The mode asks anyway; the person asked should read the
+			// command policy's own, more specific, reason.
+			c.verdict.Rule, c.verdict.Hint = d.Rule, d.Hint
+			c.verdict.Reason = d.Message + "; " + c.verdict.Reason
 		}
 		return nil
 	}
@@ -562,8 +569,11 @@ func (g *Gate) finishTicket(c *call) {
 	}
 	ctx := context.Background() // the outcome is recorded even past the call's deadline: the effect ran
 	var err error
-	if c.result.Error == nil && c.ran {
-		stored, _ := json.Marshal(tool.Result{Content: c.result.Content, Provenance: c.result.Provenance})
+	if c.acted {
+		// The effect happened, even if a later stage refused its result
+		// (too large, withheld): a repeat gets this same answer and must
+		// not run it again.
+		stored, _ := json.Marshal(tool.Result{Content: c.result.Content, Error: c.result.Error, Provenance: c.result.Provenance})
 		err = t.Complete(ctx, stored)
 	} else {
 		msg := "the call did not complete"
@@ -619,6 +629,7 @@ func (g *Gate) executeStage(ctx context.Context, c *call) (*tool.Error, string) 
 	if res.Error != nil {
 		return res.Error, "error"
 	}
+	c.acted = true
 	return nil, "pass"
 }
 

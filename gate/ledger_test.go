@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,5 +143,36 @@ func TestLedgerStageConcurrentDuplicate(t *testing.T) {
 	}
 	if r := charge(g, "s", "pay-1", `{"cents":5}`); !r.Replayed || r.Content != first.Content {
 		t.Fatalf("after the first finished: %+v, want its stored result", r)
+	}
+}
+
+// TestLedgerRefusedAfterTheEffect: a result the after stage refuses (over
+// MaxResultBytes) still came from an effect that happened; a repeat gets
+// the same refusal and does not run it again.
+func TestLedgerRefusedAfterTheEffect(t *testing.T) {
+	var runs atomic.Int64
+	big := tool.Tool{Name: "dump", Description: "writes and prints a lot", Risk: tool.RiskMedium, Effect: tool.EffectWrite,
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		Run: func(context.Context, *tool.Call) (tool.Result, error) {
+			runs.Add(1)
+			return tool.Result{Content: strings.Repeat("a", gate.MaxResultBytes+1)}, nil
+		}}
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l, _ := ledger.New(db, nil)
+	reg := tool.NewRegistry()
+	reg.Register(big)
+	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Ledger: l})
+	for i := range 3 {
+		r := g.Call(context.Background(), tool.Call{Tool: "dump", Args: json.RawMessage(`{}`), Session: "s", Mode: "auto"})
+		if r.Error == nil || r.Error.Code != tool.CodeFileTooLarge {
+			t.Fatalf("call %d: %+v, want file_too_large", i, r.Error)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the effect ran %d times, want once", runs.Load())
 	}
 }

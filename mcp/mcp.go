@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -136,6 +137,17 @@ type server struct {
 	// ids holds the ids given to sessions whose transport has none (the
 	// in-memory transport), so that all calls of a session share one.
 	ids sync.Map // *sdk.ServerSession -> string
+	// steps counts each session's tool calls: the step that keys a call
+	// in the idempotency ledger, so that the same call made again later
+	// in a session runs again, while the re-run of an approved call (the
+	// same step) does not.
+	steps sync.Map // session id -> *atomic.Int64
+}
+
+// nextStep returns the session's next step, from 1.
+func (s *server) nextStep(session string) int64 {
+	n, _ := s.steps.LoadOrStore(session, new(atomic.Int64))
+	return n.(*atomic.Int64).Add(1)
 }
 
 func newServer(g *gate.Gate, opts *Options, tokenRoles bool) *sdk.Server {
@@ -192,10 +204,12 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 			Message: "the caller's role could not be established from its token",
 			Hint:    "Tell the operator: the MCP server is misconfigured"}}), nil
 	}
+	session := s.sessionID(req.Session)
 	call := tool.Call{
 		Tool:    req.Params.Name,
 		Args:    args,
-		Session: s.sessionID(req.Session),
+		Session: session,
+		Step:    s.nextStep(session),
 		Role:    role,
 		Mode:    s.opts.Mode,
 	}

@@ -43,6 +43,7 @@ type probeSeen struct {
 	Session string `json:"session"`
 	Role    string `json:"role"`
 	Mode    string `json:"mode"`
+	Step    int64  `json:"step"`
 }
 
 func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
@@ -80,7 +81,7 @@ func newFixtureWith(t testing.TB, approvals store.Approvals) *fixture {
 			case <-ctx.Done():
 				return tool.Result{}, ctx.Err()
 			}
-			out, _ := json.Marshal(probeSeen{Args: string(c.Args), Session: c.Session, Role: c.Role, Mode: c.Mode})
+			out, _ := json.Marshal(probeSeen{Args: string(c.Args), Session: c.Session, Role: c.Role, Mode: c.Mode, Step: c.Step})
 			return tool.Result{Content: string(out)}, nil
 		},
 	}
@@ -331,6 +332,11 @@ func TestCallCarriesSessionRoleMode(t *testing.T) {
 	second := probe(t, callTool(t, cs, "probe", map[string]any{"s": "b"}))
 	if first.Session == "" || first.Session != second.Session {
 		t.Errorf("sessions %q and %q, want one id for the session", first.Session, second.Session)
+	}
+	// Each call of a session is its own step, so that the ledger keys
+	// the same call made again later apart from the first.
+	if first.Step < 1 || second.Step != first.Step+1 {
+		t.Errorf("steps %d then %d, want one after the other from 1", first.Step, second.Step)
 	}
 	if first.Role != "admin" || first.Mode != "auto" {
 		t.Errorf("role, mode = %q, %q; want admin, auto", first.Role, first.Mode)
