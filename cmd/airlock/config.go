@@ -50,8 +50,11 @@ type settings struct {
 // DefaultAddr is where airlock serve listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:8080"
 
-// ConfigFile is the config file read from the current directory when
-// --config and AIRLOCK_CONFIG name none.
+// ConfigFile is the config file's name, in the user's config directory
+// (airlock/airlock.yaml under $XDG_CONFIG_HOME, usually ~/.config) when
+// --config and AIRLOCK_CONFIG name none. Never the current directory or
+// the workspace: a repository airlock works on, or a model that can write
+// there, could otherwise choose airlock's own workspace, mode and policy.
 const ConfigFile = "airlock.yaml"
 
 // setting is one row of the table: its flag and variable names and where
@@ -100,7 +103,7 @@ type settingFlags struct {
 
 func registerSettings(fs *flag.FlagSet, withAddr bool) *settingFlags {
 	sf := &settingFlags{vals: map[string]*string{}}
-	fs.StringVar(&sf.config, "config", "", "the config `FILE` (default: $AIRLOCK_CONFIG, else ./"+ConfigFile+" when present)")
+	fs.StringVar(&sf.config, "config", "", "the config `FILE` (default: $AIRLOCK_CONFIG, else airlock/"+ConfigFile+" in the user's config directory, when present)")
 	for _, s := range settingTable {
 		sf.vals[s.flag] = fs.String(s.flag, "", s.usage)
 	}
@@ -162,7 +165,11 @@ func (sf *settingFlags) resolve(fs *flag.FlagSet, getenv func(string) string) (*
 // missing named one is not.
 func (s *settings) loadFile(path string, named bool) error {
 	if path == "" {
-		path = ConfigFile
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return nil // no config directory: no default file
+		}
+		path = filepath.Join(dir, "airlock", ConfigFile)
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) && !named {

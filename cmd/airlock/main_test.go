@@ -14,7 +14,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv("XDG_CONFIG_HOME", dir)
+	if os.Getenv("AIRLOCK_TEST_SCRIPT") == "" { // a transcript's command keeps the script's own
+		os.Setenv("XDG_CONFIG_HOME", dir)
+	}
 	testscript.Main(m, map[string]func(){
 		"airlock": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
@@ -25,6 +27,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Dir: "testdata/script", RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
+			env.Setenv("AIRLOCK_TEST_SCRIPT", "1")
 			return nil
 		}})
 }
