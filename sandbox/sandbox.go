@@ -113,6 +113,12 @@ const WorkspaceMount = "/workspace"
 // airlock's own state (audit log, approvals, ledger, snapshots).
 var MaskedDirs = []string{".airlock"}
 
+// ReadOnlyDirs are the workspace's entries a command may read but never
+// change, even in a writable workspace: the repository's own files, whose
+// hooks and config run code on the host the next time a person uses git
+// there. (Writes into .git through the file tools ask a person instead.)
+var ReadOnlyDirs = []string{".git"}
+
 // DefaultPath is the PATH of a command whose Env sets none.
 const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 

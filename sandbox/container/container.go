@@ -541,6 +541,15 @@ func (s *Sandbox) createBody(spec *sandbox.Spec, lim sandbox.Limits, e *engine) 
 			// Docker, but Podman copies the directory's files into it.
 			mounts = append(mounts, mount{Type: "bind", Source: e.emptyDir, Target: path.Join(sandbox.WorkspaceMount, m), ReadOnly: true})
 		}
+		if spec.WorkspaceWritable {
+			for _, p := range sandbox.ReadOnlyDirs {
+				fi, err := os.Lstat(filepath.Join(ws, p))
+				if err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
+					continue // absent, or a link: nothing of the host to protect
+				}
+				mounts = append(mounts, mount{Type: "bind", Source: filepath.Join(ws, p), Target: path.Join(sandbox.WorkspaceMount, p), ReadOnly: true})
+			}
+		}
 		workdir = sandbox.WorkspaceMount
 		if spec.Dir != "" {
 			if !filepath.IsLocal(spec.Dir) {

@@ -194,6 +194,7 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		Workspace:   spec.Workspace,
 		Writable:    spec.WorkspaceWritable,
 		Masked:      sandbox.MaskedDirs,
+		Protected:   sandbox.ReadOnlyDirs,
 		ReadOnly:    spec.ReadOnlyPaths,
 		Hostname:    s.hostname,
 		TmpSize:     s.tmpSize,

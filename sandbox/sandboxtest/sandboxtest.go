@@ -118,6 +118,7 @@ func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox, opts *Opti
 		{"Escape/HostProcess", s.testHostProcess},
 		{"Escape/HostEnv", s.testHostEnv},
 		{"Escape/MaskedDir", s.testMasked},
+		{"Escape/RepositoryFiles", s.testReadOnlyDirs},
 		{"Limits/ForkBomb", s.testForkBomb},
 		{"Limits/Pids", s.testPids},
 		{"Limits/Memory", s.testMemory},
@@ -891,6 +892,43 @@ func (s *suite) testMasked(t *testing.T) {
 	}())
 	if b, _ := os.ReadFile(masked); string(b) != secret {
 		t.Errorf("escape: .airlock was moved or removed through the sandbox (%s)", describe(r))
+	}
+}
+
+// testReadOnlyDirs: in a writable workspace, the repository's own files
+// (.git: hooks and config that run code on the host) can be read but not
+// changed, moved or removed; the rest of the workspace stays writable.
+func (s *suite) testReadOnlyDirs(t *testing.T) {
+	ws := s.workspace(t)
+	hooks := filepath.Join(ws, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(ws, ".git", "config")
+	if err := os.WriteFile(config, []byte("[core]\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(ws, ".git"), 0o777)
+	os.Chmod(hooks, 0o777)
+	os.Chmod(config, 0o666)
+	spec := s.sh(ws, "cat /workspace/.git/config; echo 'echo pwned' > /workspace/.git/hooks/pre-commit; echo '[core] fsmonitor = x' >> /workspace/.git/config; "+
+		"mv /workspace/.git /workspace/moved; rm -rf /workspace/.git; echo ok > /workspace/control; exit 0")
+	spec.WorkspaceWritable = true
+	r := s.run(t, spec)
+	if !strings.Contains(string(r.Stdout), "[core]") {
+		t.Errorf(".git must stay readable: %s", describe(r))
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "control")); err != nil || string(b) != "ok\n" {
+		t.Fatalf("the control write into the workspace failed (%v): %s", err, describe(r))
+	}
+	if exists(filepath.Join(hooks, "pre-commit")) {
+		t.Errorf("escape: a hook was written into .git through the sandbox")
+	}
+	if b, _ := os.ReadFile(config); string(b) != "[core]\n" {
+		t.Errorf("escape: .git/config was changed through the sandbox: %q", b)
+	}
+	if exists(filepath.Join(ws, "moved")) || !exists(config) {
+		t.Errorf("escape: .git was moved or removed through the sandbox")
 	}
 }
 

@@ -157,6 +157,11 @@ func buildRoot(cfg *Config) *failure {
 				return f
 			}
 		}
+		for _, p := range cfg.Protected {
+			if f := protect(root + "/workspace/" + p); f != nil {
+				return f
+			}
+		}
 	}
 	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
 		if err := os.Symlink(target, root+"/dev/"+name); err != nil {
@@ -228,6 +233,35 @@ func setAttr(path string, set uint64, recursive bool) error {
 // mask hides path under an empty, read-only directory (or file). A
 // missing path needs no mask; anything but a directory or file there is
 // refused, since a symlink would move the mask elsewhere.
+// protect binds path, a directory or file of the workspace, read-only
+// over itself; a symlink or nothing there is left alone (the command
+// cannot follow a link out: the workspace is all it sees).
+func protect(path string) *failure {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+		return nil
+	}
+	if err != nil {
+		return fail("mount", "fault", fmt.Errorf("%s: %w", path, err))
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail("mount", "fault", err)
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFDIR && t != unix.S_IFREG {
+		return nil
+	}
+	at := "/proc/self/fd/" + strconv.Itoa(fd)
+	if err := unix.Mount(at, at, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fail("mount", "unavailable", fmt.Errorf("binding %s read-only: %w", filepath.Base(path), err))
+	}
+	if err := setAttr(path, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, true); err != nil {
+		return fail("mount", "unavailable", fmt.Errorf("making %s read-only: %w", filepath.Base(path), err))
+	}
+	return nil
+}
+
 func mask(path string, mustDir bool) *failure {
 	// Through an O_PATH descriptor, so that the thing checked is the thing
 	// covered even if the host swaps it for a symlink meanwhile.

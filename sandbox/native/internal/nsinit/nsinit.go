@@ -62,6 +62,7 @@ type Config struct {
 	Workspace string // host path, "" for none
 	Writable  bool
 	Masked    []string // relative to the workspace
+	Protected []string // relative to the workspace: bound read-only over themselves
 	ReadOnly  []string // extra host paths, bound at the same path
 	Hostname  string
 
