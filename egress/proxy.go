@@ -198,8 +198,16 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range resp.Header {
 		w.Header()[k] = vs
 	}
+	// The body is masked too: a server that echoes a request (its
+	// Authorization header) must not hand the credential to the command.
+	// Masking changes the length.
+	mw := newMaskWriter(w, p.c.creds.values)
+	if len(mw.values) > 0 {
+		w.Header().Del("Content-Length")
+	}
 	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	io.Copy(mw, resp.Body)
+	mw.Close()
 }
 
 // Serve answers proxy requests on l until ctx ends, with a header timeout

@@ -79,6 +79,10 @@ type Options struct {
 	// and error messages) before it leaves the gate. Nil masks nothing
 	// (for tests and embedding; the CLI and servers always set it).
 	Redactor *redact.Redactor
+	// Secrets are exact values airlock itself holds and must never show
+	// (the credentials egress attaches per host): masked in every result
+	// and error message, as SecretMask, whatever the Redactor finds.
+	Secrets []string
 	// Envelopes wraps the content of every untrusted tool's result
 	// (tool.Tool.Untrusted) in an envelope with a random boundary that
 	// names its source, for doors whose results go to a model (MCP, the
@@ -264,9 +268,12 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 		}
 	}
 	g.finishTicket(c)
-	if rd := g.opts.Redactor; rd != nil && c.result.Error != nil {
+	if c.result.Error != nil {
 		e := *c.result.Error
-		e.Message, _ = rd.RedactString(e.Message)
+		if rd := g.opts.Redactor; rd != nil {
+			e.Message, _ = rd.RedactString(e.Message)
+		}
+		e.Message, _ = g.maskSecrets(e.Message)
 		c.result.Error = &e
 	}
 	res := c.result
@@ -660,6 +667,9 @@ func (g *Gate) after(_ context.Context, c *call) (*tool.Error, string) {
 		c.result.Content, found = rd.RedactString(c.result.Content)
 		c.result.Redacted = len(found)
 	}
+	var n int
+	c.result.Content, n = g.maskSecrets(c.result.Content)
+	c.result.Redacted += n
 	if !c.entry.tool.Untrusted {
 		return nil, "pass"
 	}
@@ -694,6 +704,24 @@ func (g *Gate) after(_ context.Context, c *call) (*tool.Error, string) {
 		c.result.Content = wrapped
 	}
 	return nil, "pass"
+}
+
+// SecretMask replaces each of Options.Secrets.
+const SecretMask = "[REDACTED:airlock-credential]"
+
+// maskSecrets replaces every Options.Secrets value in s and counts them.
+func (g *Gate) maskSecrets(s string) (string, int) {
+	n := 0
+	for _, v := range g.opts.Secrets {
+		if v == "" {
+			continue
+		}
+		if k := strings.Count(s, v); k > 0 {
+			n += k
+			s = strings.ReplaceAll(s, v, SecretMask)
+		}
+	}
+	return s, n
 }
 
 // envelopeSource keeps to what an envelope's source attribute may hold.

@@ -147,3 +147,11 @@ func TestFlaggedContentAsks(t *testing.T) {
 		t.Fatalf("another session: %s, want allow", r.Decision)
 	}
 }
+
+func TestSecretsAreMasked(t *testing.T) {
+	g, _ := untrustedFixture(t, gate.Options{Secrets: []string{"Bearer s3cr3t-value-42"}})
+	res := page(g, "s", "the server says: you sent Bearer s3cr3t-value-42, twice: Bearer s3cr3t-value-42")
+	if strings.Contains(res.Content, "s3cr3t") || strings.Count(res.Content, gate.SecretMask) != 2 || res.Redacted < 2 {
+		t.Fatalf("an injected credential reached the result: %q (redacted %d)", res.Content, res.Redacted)
+	}
+}
