@@ -167,6 +167,27 @@ func (x *cmd) dd() {
 func (x *cmd) sed() {
 	p := parseOpts(x.args, 1, optSpec{short: "efl", long: []string{"--expression", "--file", "--line-length"}})
 	x.set(Allow, "allow:build", "", "")
+	var scripts []arg
+	for _, v := range p.values {
+		if v.name == "-e" || v.name == "--expression" {
+			scripts = append(scripts, v.val)
+		}
+	}
+	if _, ok := p.value("-e", "--expression", "-f", "--file"); !ok && len(p.operands) > 0 {
+		scripts = append(scripts, x.args[p.operands[0]])
+	}
+	for _, sc := range scripts {
+		if !sc.exact() {
+			x.set(Ask, "ask:unknown", "sed's script is only known when it runs, and a sed script can run commands (e) and write files (w)",
+				"Write the sed script literally")
+			return
+		}
+		if what := sedRuns(sc.lit); what != "" {
+			x.set(Deny, "deny:dynamic-command", "the sed script "+what+", which this check cannot see",
+				"Run the commands directly instead of through sed's e, and write files with a redirection")
+			return
+		}
+	}
 	if !p.has('i', "--in-place") && !strings.Contains(p.flags, "i") && !hasPrefixLong(p, "--in-place") {
 		return
 	}
@@ -220,4 +241,89 @@ func (x *cmd) outputs(short string, long []string) {
 			x.checkPath(v.val, writes)
 		}
 	}
+}
+
+// sedRuns reports how a GNU sed script runs commands or writes files: the
+// e command, or an s command's e or w flag, or the w and W commands ("" if
+// it does none). It reads the script the way sed does: commands after
+// addresses, separated by ; newlines and braces, with the s command's
+// pattern and replacement skipped up to their delimiters.
+func sedRuns(script string) string {
+	i, n := 0, len(script)
+	skipAddr := func() {
+		for i < n {
+			switch ch := script[i]; {
+			case ch >= '0' && ch <= '9' || ch == '$' || ch == ',' || ch == '~' || ch == '!' || ch == ' ' || ch == '+':
+				i++
+			case ch == '/' || ch == '\\':
+				d := byte('/')
+				if ch == '\\' && i+1 < n {
+					i++
+					d = script[i]
+				}
+				i++
+				for i < n && script[i] != d {
+					if script[i] == '\\' {
+						i++
+					}
+					i++
+				}
+				i++
+				for i < n && (script[i] == 'I' || script[i] == 'M') {
+					i++
+				}
+			default:
+				return
+			}
+		}
+	}
+	for i < n {
+		for i < n && strings.IndexByte(" \t\n;{}", script[i]) >= 0 {
+			i++
+		}
+		skipAddr()
+		if i >= n {
+			break
+		}
+		switch c := script[i]; c {
+		case 'e':
+			return "runs commands with its e command"
+		case 'w', 'W':
+			return "writes a file with its " + string(c) + " command"
+		case 's', 'y':
+			if i+1 >= n {
+				return ""
+			}
+			d := script[i+1]
+			i += 2
+			for part := 0; part < 2 && i < n; part++ {
+				for i < n && script[i] != d {
+					if script[i] == '\\' {
+						i++
+					}
+					i++
+				}
+				i++
+			}
+			if c == 's' {
+				for i < n && strings.IndexByte(";}\n", script[i]) < 0 {
+					switch script[i] {
+					case 'e':
+						return "runs its result as a command (the s command's e flag)"
+					case 'w':
+						return "writes a file (the s command's w flag)"
+					}
+					i++
+				}
+			}
+		case '#', 'a', 'i', 'c', 'r', 'R', 'b', 't', 'T', ':':
+			// Text or a label to the end of the line: nothing runs.
+			for i < n && script[i] != '\n' {
+				i++
+			}
+		default:
+			i++
+		}
+	}
+	return ""
 }

@@ -62,6 +62,12 @@ func (c *checker) simple(args []arg, f *frame) {
 	if c.argChecks(args, name, display(name, args), f) {
 		return
 	}
+	if w := evaluatedSubscript(name, args); w != "" {
+		c.found(f, Deny, "deny:dynamic-command", name, display(name, args),
+			"the name "+w+" holds an array subscript that bash evaluates, running whatever command it holds",
+			"Use a plain variable name, with no [ ] subscript holding $ or a backquote")
+		return
+	}
 	x := &cmd{c: c, name: name, args: args, f: f, trusted: trusted}
 	switch {
 	case strings.Contains(name, "/"):

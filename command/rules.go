@@ -232,6 +232,10 @@ func (x *cmd) awk() {
 func (x *cmd) grep() {
 	p := parseOpts(x.args, 1, optSpec{short: "efmABCDd", long: []string{"--regexp", "--file", "--max-count", "--context", "--after-context", "--before-context", "--include", "--exclude", "--exclude-dir", "--glob", "--type"}})
 	x.set(Allow, "allow:inspect", "", "")
+	if hasPrefixLong(p, "--pre") {
+		x.set(Ask, "ask:unknown", x.name+" --pre runs a program on every file it searches", "Search without --pre")
+		return
+	}
 	recursive := x.name == "rg" || x.name == "ag" || p.has('r', "--recursive", "--dereference-recursive") || p.has('R')
 	if !recursive {
 		return

@@ -92,6 +92,10 @@ func (x *cmd) git() {
 	case "add", "commit", "checkout", "switch", "restore", "stash", "init", "mv", "rm", "merge", "rebase", "reset",
 		"cherry-pick", "revert", "tag", "clean", "apply", "am", "format-patch", "notes", "bisect", "worktree", "gc", "mergetool":
 		x.set(Allow, "allow:build", "", "")
+		if sub == "bisect" && len(rest.operands) > 0 && x.args[rest.operands[0]].lit == "run" {
+			x.set(Ask, "ask:unknown", "git bisect run runs a command of its own at every step", "Run the test command directly, or ask the user to approve it")
+			return
+		}
 		x.gitDir(p)
 	case "config":
 		if rest.has(0, "--global", "--system", "--file") || rest.has('f') {

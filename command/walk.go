@@ -303,6 +303,13 @@ func (c *checker) stmt(s *syntax.Stmt, f frame) {
 	case *syntax.LetClause:
 		c.arith = true
 		for _, e := range x.Exprs {
+			// let evaluates a quoted expression itself, subscripts and all.
+			if t := printNode(e); riskySubscript(t) {
+				c.found(&f, Deny, "deny:dynamic-command", "let", "let "+t,
+					"let evaluates "+t+", whose array subscript runs whatever command it holds",
+					"Use plain arithmetic, with no [ ] subscript holding $ or a backquote")
+				return
+			}
 			c.nested(e, &f)
 		}
 	case *syntax.TimeClause:
@@ -470,6 +477,27 @@ func (c *checker) assign(as *syntax.Assign, cmd string, f *frame) {
 }
 
 func (c *checker) decl(x *syntax.DeclClause, f *frame) {
+	// A name reference (-n), or a quoted NAME=value that declare parses
+	// itself, gets its subscript evaluated by bash: $(...) in it runs.
+	ref := false
+	for _, as := range x.Args {
+		if as.Naked && as.Name == nil && as.Value != nil && strings.HasPrefix(printNode(as.Value), "-") && strings.Contains(printNode(as.Value), "n") {
+			ref = true
+		}
+	}
+	for _, as := range x.Args {
+		if as.Value == nil {
+			continue
+		}
+		t := printNode(as.Value)
+		before, _, _ := strings.Cut(t, "=")
+		if as.Naked && as.Name == nil && riskySubscript(before) || ref && riskySubscript(t) {
+			c.found(f, Deny, "deny:dynamic-command", x.Variant.Value, x.Variant.Value+" "+t,
+				"the name "+t+" holds an array subscript that bash evaluates, running whatever command it holds",
+				"Use a plain variable name, with no [ ] subscript holding $ or a backquote")
+			return
+		}
+	}
 	for _, as := range x.Args {
 		c.nested(as.Value, f)
 		c.nested(as.Array, f)

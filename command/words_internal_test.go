@@ -24,3 +24,19 @@ func TestDecodeANSICUnicode(t *testing.T) {
 		}
 	}
 }
+
+func TestSedRuns(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		runs   bool
+	}{
+		{"s/a/b/", false}, {"s/a/b/g", false}, {"s/e/f/g", false}, {"s|/e|e|", false}, {"/eee/d", false},
+		{"1,5p", false}, {"$!N", false}, {"y/abc/xyz/", false}, {"# e comment", false}, {"a\\\n text e", false},
+		{"e", true}, {"1e", true}, {"s/a/b/e", true}, {"s/a/b/ge", true}, {"s,a,b,w out", true},
+		{"p;e", true}, {"/x/ e", true}, {"w out.txt", true}, {"{e}", true}, {"s/a/b/;e", true},
+	} {
+		if got := sedRuns(c.script) != ""; got != c.runs {
+			t.Errorf("sedRuns(%q) = %v, want %v", c.script, got, c.runs)
+		}
+	}
+}
