@@ -155,7 +155,7 @@ func TestCgroupsRemoved(t *testing.T) {
 	if !sb.cg.mem.ok() || !sb.cg.pids.ok() {
 		t.Fatal("this test needs the memory and pids cgroup controllers (cgroup v1 or v2) and root")
 	}
-	id := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(runID.Load()+1, 10)
+	id := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(runID.Load()+1, 10) + "-" + runNonce
 	var dirs []string
 	for _, h := range []hierarchy{sb.cg.mem, sb.cg.pids, sb.cg.unified} {
 		if h.ok() {
