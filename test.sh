@@ -7,10 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 FUZZTIME=${FUZZTIME:-10s}
-# The fuzzer minimizes each new input before it goes on; bounded, so that a
-# large seed whose runs touch the disk cannot hold it past FUZZTIME (its
-# default, 60s, made a run end in "context deadline exceeded").
-FUZZMINIMIZE=${FUZZMINIMIZE:-3s}
+# No minimizing here: the fuzzer's minimizing of a new input can run past
+# -fuzztime, and the run then ends in "context deadline exceeded" with no
+# failure found (seen with minimizing bounded to 3s on targets whose every
+# run talks to Redis or the disk). A crasher is still written to
+# testdata/fuzz, as found; minimize it by hand with -fuzzminimizetime.
+FUZZMINIMIZE=${FUZZMINIMIZE:-0}
 
 command -v go >/dev/null || { echo "test.sh: Go is required (go.dev/dl)" >&2; exit 1; }
 [ -f ../shared/bench/calc-expressions.tsv ] || {
