@@ -2,6 +2,7 @@ package command
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -108,8 +109,10 @@ y`,
 				// or 9, which bash ends there ($'\18' is 01 38) and it
 				// drops; and \u or \U past U+10FFFF or in the surrogates,
 				// which bash writes in UTF-8's original long form and it
-				// replaces with U+FFFD.
-				if src := printWord(w); strings.Contains(src, `\c`) || bigOctal(src) || shortOctalBeforeDigit.MatchString(src) || !utf8.ValidString(a.lit) {
+				// replaces with U+FFFD; and a backslash-newline, which bash
+				// drops inside double quotes (w"\\\<newline>" is w\) and
+				// it keeps in part.
+				if src := printWord(w); strings.Contains(src, `\c`) || bigOctal(src) || shortOctalBeforeDigit.MatchString(src) || !utf8.ValidString(a.lit) || invalidUnicodeEscape(src) || strings.Contains(src, "\\\n") {
 					continue
 				}
 				fields, err := expand.Fields(cfg, w)
@@ -124,6 +127,22 @@ y`,
 			return true
 		})
 	})
+}
+
+// unicodeEscape finds \u and \U escapes with their hex digits.
+var unicodeEscape = regexp.MustCompile(`\\u[0-9a-fA-F]{1,4}|\\U[0-9a-fA-F]{1,8}`)
+
+// invalidUnicodeEscape reports a \u or \U escape of no valid code point
+// (a surrogate, or past U+10FFFF), which bash writes in UTF-8's long form
+// or drops, and the expander replaces with U+FFFD.
+func invalidUnicodeEscape(src string) bool {
+	for _, m := range unicodeEscape.FindAllString(src, -1) {
+		n, err := strconv.ParseUint(m[2:], 16, 32)
+		if err == nil && !utf8.ValidRune(rune(n)) {
+			return true
+		}
+	}
+	return false
 }
 
 // shortOctalBeforeDigit finds an octal escape of one or two digits that
