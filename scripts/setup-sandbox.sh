@@ -75,7 +75,10 @@ if ! ping; then
 	say "starting podman system service on $SOCK (log: $LOG)"
 	mkdir -p "$(dirname "$SOCK")" || fail "mkdir $(dirname "$SOCK")"
 	rm -f "$SOCK"
-	setsid nohup podman system service --time=0 "unix://$SOCK" >"$LOG" 2>&1 </dev/null &
+	# From the socket's directory: conmon writes files (an "oom" marker
+	# when a container runs out of memory) into the service's working
+	# directory, which must not be the checkout the script runs from.
+	(cd "$(dirname "$SOCK")" && setsid nohup podman system service --time=0 "unix://$SOCK" >"$LOG" 2>&1 </dev/null &)
 	for _ in $(seq 50); do
 		ping && break
 		sleep 0.2
