@@ -3,9 +3,26 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 )
+
+// ReadOnlyEntries returns the ReadOnlyDirs that exist in the host
+// workspace ws as a directory or a regular file: what a backend binds
+// read-only over itself. A link, or nothing, is left alone (the command
+// cannot follow a link out of the workspace it sees).
+func ReadOnlyEntries(ws string) []string {
+	var out []string
+	for _, p := range ReadOnlyDirs {
+		fi, err := os.Lstat(filepath.Join(ws, p))
+		if err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // CommandEnv returns the whole environment a backend gives a command:
 // env, each entry checked to be KEY=value, plus HOME=/tmp and

@@ -163,11 +163,7 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 			a = append(a, "--tmpfs", p, "--remount-ro", p)
 		}
 		if spec.WorkspaceWritable {
-			for _, p := range sandbox.ReadOnlyDirs {
-				fi, err := os.Lstat(filepath.Join(ws, p))
-				if err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
-					continue // absent, or a link: nothing of the host to protect
-				}
+			for _, p := range sandbox.ReadOnlyEntries(ws) {
 				a = append(a, "--ro-bind", filepath.Join(ws, p), path.Join(sandbox.WorkspaceMount, p))
 			}
 		}

@@ -542,11 +542,7 @@ func (s *Sandbox) createBody(spec *sandbox.Spec, lim sandbox.Limits, e *engine) 
 			mounts = append(mounts, mount{Type: "bind", Source: e.emptyDir, Target: path.Join(sandbox.WorkspaceMount, m), ReadOnly: true})
 		}
 		if spec.WorkspaceWritable {
-			for _, p := range sandbox.ReadOnlyDirs {
-				fi, err := os.Lstat(filepath.Join(ws, p))
-				if err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
-					continue // absent, or a link: nothing of the host to protect
-				}
+			for _, p := range sandbox.ReadOnlyEntries(ws) {
 				mounts = append(mounts, mount{Type: "bind", Source: filepath.Join(ws, p), Target: path.Join(sandbox.WorkspaceMount, p), ReadOnly: true})
 			}
 		}
