@@ -148,8 +148,10 @@ type Backend interface {
 	Approvals
 	Sessions
 	Ledger
+	Runs
 	// Prune deletes what has outlived its retention: finished approvals
-	// (approvals past KeepFinished) and ledger entries past their Expires.
+	// (approvals past KeepFinished), ledger entries past their Expires,
+	// and run checkpoints whose Updated is older than now minus KeepRuns.
 	// It returns how many records went.
 	Prune(ctx context.Context, now time.Time) (int64, error)
 	Close() error

@@ -1,16 +1,18 @@
 // Package store defines airlock's durable state behind one set of
 // interfaces, so that the embedded SQLite file, Postgres and Redis can each
 // hold it. Drivers live in leaf packages (store/sqlite, ...) that the core
-// never imports. It holds three kinds of state:
+// never imports. It holds four kinds of state:
 //
 //   - Approvals: pending approvals, calls the policy asked a person about,
 //     each bound to the exact call and expiring by itself;
 //   - Sessions: each session's step, spent budget, mode and kill flag, and
 //     one global kill flag;
 //   - Ledger: the idempotency ledger's entries (package ledger builds the
-//     exactly-once promise on them).
+//     exactly-once promise on them);
+//   - Runs: the agent loop's checkpoints, so that a run parked on an
+//     approval resumes in another process.
 //
-// A Backend is all three behind one handle; package storeurl opens one
+// A Backend is all four behind one handle; package storeurl opens one
 // from a URL (sqlite:PATH, postgres://..., redis://...).
 package store
 

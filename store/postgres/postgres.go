@@ -1,6 +1,6 @@
 // Package postgres keeps airlock's store in PostgreSQL, so that several
-// gateway replicas share one set of approvals, sessions and ledger
-// entries.
+// gateway replicas share one set of approvals, sessions, ledger entries
+// and agent run checkpoints.
 //
 // It uses github.com/jackc/pgx/v5 and its pool. Every table lives in one
 // schema (Options.Schema, or the URL's schema parameter; "airlock" by
@@ -10,7 +10,9 @@
 // for the row's lock, or a SELECT ... FOR UPDATE whose row is changed by
 // the rule package store shares with every backend. A new row is only ever
 // inserted with ON CONFLICT DO NOTHING, and a lost insert race starts the
-// transaction over, so two replicas never both create one entry.
+// transaction over, so two replicas never both create one entry. A run's
+// checkpoint, which replaces whatever was there without reading it, is one
+// INSERT ... ON CONFLICT DO UPDATE.
 //
 //	db, err := postgres.Open(ctx, "postgres://airlock@db/airlock?schema=airlock", nil)
 //	if err != nil {
@@ -225,6 +227,17 @@ var migrations = []string{
 		name  text    NOT NULL PRIMARY KEY,
 		value boolean NOT NULL
 	);`,
+	// 2: agent run checkpoints, one per session. The checkpoint is bytea,
+	// not jsonb, which would reorder and re-space it: the store keeps the
+	// agent's bytes exactly. NULL when the run has none.
+	`CREATE TABLE runs (
+		session    text        NOT NULL PRIMARY KEY,
+		state      text        NOT NULL CHECK (state IN ('running', 'waiting_approval', 'ended')),
+		approval   text        NOT NULL DEFAULT '',
+		checkpoint bytea,
+		updated    timestamptz NOT NULL
+	);
+	CREATE INDEX runs_updated ON runs (updated);`,
 }
 
 // migrate creates the schema and brings it to len(migrations), in one
@@ -266,7 +279,8 @@ func (db *DB) migrate(ctx context.Context) error {
 }
 
 // Prune implements store.Backend: finished approvals older than
-// store.KeepFinished, and ledger entries past their Expires.
+// store.KeepFinished, ledger entries past their Expires, and run
+// checkpoints last updated before now minus store.KeepRuns.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-store.KeepFinished)
 	tag, err := db.pool.Exec(ctx, `DELETE FROM approvals
@@ -275,8 +289,12 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store/postgres: pruning approvals: %w", err)
 	}
+	runs, err := db.pool.Exec(ctx, "DELETE FROM runs WHERE updated < $1", now.Add(-store.KeepRuns))
+	if err != nil {
+		return tag.RowsAffected(), fmt.Errorf("store/postgres: pruning runs: %w", err)
+	}
 	n, err := db.PruneLedger(ctx, now)
-	return tag.RowsAffected() + n, err
+	return tag.RowsAffected() + runs.RowsAffected() + n, err
 }
 
 // retry runs f in a transaction, starting over (at most MaxRetries times)

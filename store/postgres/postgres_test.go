@@ -58,6 +58,10 @@ func TestSessions(t *testing.T) {
 	storetest.TestSessions(t, func(t *testing.T) store.Sessions { return openTest(t, uniqueSchema()) })
 }
 
+func TestRuns(t *testing.T) {
+	storetest.TestRuns(t, func(t *testing.T) store.Runs { return openTest(t, uniqueSchema()) })
+}
+
 func TestLedger(t *testing.T) {
 	storetest.TestLedger(t, func(t *testing.T) store.Ledger { return openTest(t, uniqueSchema()) })
 }

@@ -1,6 +1,7 @@
 // Package redis keeps airlock's store in Redis, for deployments that
-// already run one: approvals, sessions and the ledger, shared by every
-// airlock process that uses the same server and key prefix.
+// already run one: approvals, sessions, the ledger and agent run
+// checkpoints, shared by every airlock process that uses the same server
+// and key prefix.
 //
 // It uses github.com/redis/go-redis/v9. Every state change is one Lua
 // script, which Redis runs atomically: the script reads the record,
@@ -229,7 +230,8 @@ func (h hash) time(field string) time.Time {
 }
 
 // Prune implements store.Backend: finished approvals older than
-// store.KeepFinished, and ledger entries past their Expires.
+// store.KeepFinished, ledger entries past their Expires, and run
+// checkpoints last updated before now minus store.KeepRuns.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut, err := micros("now", now.Add(-store.KeepFinished))
 	if err != nil {
@@ -248,6 +250,10 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 			break
 		}
 	}
+	runs, err := db.pruneRunsBefore(ctx, now)
+	if err != nil {
+		return total, err
+	}
 	n, err := db.PruneLedger(ctx, now)
-	return total + n, err
+	return total + runs + n, err
 }

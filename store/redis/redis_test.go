@@ -57,6 +57,10 @@ func TestSessions(t *testing.T) {
 	storetest.TestSessions(t, func(t *testing.T) store.Sessions { return openTest(t, uniquePrefix()) })
 }
 
+func TestRuns(t *testing.T) {
+	storetest.TestRuns(t, func(t *testing.T) store.Runs { return openTest(t, uniquePrefix()) })
+}
+
 func TestLedger(t *testing.T) {
 	storetest.TestLedger(t, func(t *testing.T) store.Ledger { return openTest(t, uniquePrefix()) })
 }
@@ -97,6 +101,9 @@ func TestTimeRange(t *testing.T) {
 	far := time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
 	if _, err := db.ChargeSession(context.Background(), "s", store.Charge{Steps: 1}, far); err == nil {
 		t.Error("a charge in 2300 was accepted")
+	}
+	if err := db.SaveRun(context.Background(), store.Run{Session: "s", State: store.RunRunning, Updated: far}); err == nil {
+		t.Error("a run updated in 2300 was saved")
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package sqlite keeps airlock's store in one embedded SQLite file, the
 // default backend: nothing to run beside airlock, and several airlock
 // processes on one machine may share the file. It holds the approvals, the
-// session state and the idempotency ledger (a store.Backend).
+// session state, the idempotency ledger and the agent run checkpoints (a
+// store.Backend).
 //
 // It uses modernc.org/sqlite (pure Go, no cgo) in WAL mode. Every state
 // change is one IMMEDIATE transaction around a conditional UPDATE that
@@ -15,11 +16,11 @@
 //		return err
 //	}
 //	defer db.Close()
-//	// db is a store.Backend: approvals, sessions and the ledger.
+//	// db is a store.Backend: approvals, sessions, the ledger and runs.
 //
 // Times are stored as Unix nanoseconds, so the file keeps instants between
 // the years 1678 and 2262; the arguments are stored as the canonical JSON
-// text they were matched by.
+// text they were matched by, a run's checkpoint as the bytes it was given.
 package sqlite
 
 import (
@@ -291,6 +292,17 @@ var migrations = []string{
 		name  TEXT    NOT NULL PRIMARY KEY,
 		value INTEGER NOT NULL
 	) STRICT;`,
+	// 3: agent run checkpoints, one per session. The checkpoint is a
+	// BLOB so its bytes come back exactly as given (the store never reads
+	// them); NULL when the run has none. updated is indexed for Prune.
+	`CREATE TABLE runs (
+		session    TEXT    NOT NULL PRIMARY KEY,
+		state      TEXT    NOT NULL CHECK (state IN ('running', 'waiting_approval', 'ended')),
+		approval   TEXT    NOT NULL DEFAULT '',
+		checkpoint BLOB,
+		updated    INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX runs_updated ON runs (updated);`,
 }
 
 // migrate brings the file to len(migrations) in one IMMEDIATE transaction,
@@ -332,8 +344,9 @@ func (db *DB) migrate(ctx context.Context) error {
 const KeepFinished = store.KeepFinished
 
 // Prune deletes the approvals that finished before now minus
-// KeepFinished and the ledger entries past their Expires, and returns how
-// many.
+// KeepFinished, the ledger entries past their Expires and the run
+// checkpoints last updated before now minus store.KeepRuns, and returns
+// how many.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-KeepFinished).UnixNano()
 	res, err := db.sql.ExecContext(ctx, `DELETE FROM approvals
@@ -346,8 +359,12 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, err)
 	}
+	runs, err := db.pruneRuns(ctx, now)
+	if err != nil {
+		return n, err
+	}
 	m, err := db.PruneLedger(ctx, now)
-	return n + m, err
+	return n + runs + m, err
 }
 
 // Close closes the database. Approvals stay in the file.

@@ -429,6 +429,27 @@ func TestSessions(t *testing.T) {
 	})
 }
 
+func TestRuns(t *testing.T) {
+	storetest.TestRuns(t, func(t *testing.T) store.Runs {
+		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
+	})
+}
+
+// TestRunNanoseconds: the file keeps a run's Updated to the nanosecond,
+// as it keeps every other time.
+func TestRunNanoseconds(t *testing.T) {
+	db := open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
+	ctx := context.Background()
+	r := store.Run{Session: "ns", State: store.RunRunning, Updated: t0.Add(123456789 * time.Nanosecond)}
+	if err := db.SaveRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Run(ctx, "ns")
+	if err != nil || !got.Updated.Equal(r.Updated) {
+		t.Errorf("Run = %v, %v; want Updated %v", got.Updated, err, r.Updated)
+	}
+}
+
 func TestLedger(t *testing.T) {
 	storetest.TestLedger(t, func(t *testing.T) store.Ledger {
 		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)

@@ -12,7 +12,8 @@ import (
 
 // TestPrune runs the retention part of the suite on a whole store.Backend:
 // Prune deletes the approvals finished (used, denied or expired) more than
-// store.KeepFinished ago and the ledger entries past their Expires, and
+// store.KeepFinished ago, the ledger entries past their Expires and the run
+// checkpoints last updated more than store.KeepRuns ago, counts each, and
 // keeps everything else. open must return a fresh, empty store.
 func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	s := open(t)
@@ -48,9 +49,23 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 			t.Fatalf("AcquireLedgerKey(%s) = %v, %v", e.key, ok, err)
 		}
 	}
+	// A run goes once its Updated is strictly before now minus KeepRuns.
+	runs := map[string]time.Time{
+		"old-run":    now.Add(-store.KeepRuns - time.Microsecond),
+		"older-run":  t0,
+		"edge-run":   now.Add(-store.KeepRuns),
+		"recent-run": now,
+	}
+	for session, updated := range runs {
+		r := store.Run{Session: session, State: store.RunWaitingApproval, Approval: "ap-" + session,
+			Checkpoint: json.RawMessage(`{"step":3}`), Updated: updated}
+		if err := s.SaveRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n, err := s.Prune(ctx, now)
-	if err != nil || n != 5 {
-		t.Errorf("Prune = %d, %v; want 5 (3 approvals, 2 ledger entries)", n, err)
+	if err != nil || n != 7 {
+		t.Errorf("Prune = %d, %v; want 7 (3 approvals, 2 ledger entries, 2 runs)", n, err)
 	}
 	for id, kept := range map[string]bool{"old-denied": false, "old-used": false, "old-expired": false, "recent-denied": true, "pending": true} {
 		_, err := s.Approval(ctx, id, now)
@@ -62,6 +77,15 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 		_, err := s.LedgerEntry(ctx, key)
 		if got := err == nil; got != kept {
 			t.Errorf("ledger entry %s: kept %v (%v), want %v", key, got, err, kept)
+		}
+	}
+	for session, kept := range map[string]bool{"old-run": false, "older-run": false, "edge-run": true, "recent-run": true} {
+		r, err := s.Run(ctx, session)
+		if got := err == nil; got != kept || (!kept && !errors.Is(err, store.ErrNotFound)) {
+			t.Errorf("run %s: kept %v (%v), want %v", session, got, err, kept)
+		}
+		if kept && (err != nil || !r.Updated.Equal(runs[session])) {
+			t.Errorf("run %s after Prune = %+v, %v; want it as saved", session, r, err)
 		}
 	}
 	if n, err := s.Prune(ctx, now); err != nil || n != 0 {
