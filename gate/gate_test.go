@@ -466,3 +466,68 @@ func TestPlantedApprovalDoesNotMatch(t *testing.T) {
 		t.Fatal("the file was written")
 	}
 }
+
+// memSessions is a store.Sessions of kill flags only, for the loop stage.
+type memSessions struct {
+	store.Sessions
+	all    bool
+	killed map[string]bool
+}
+
+func (m *memSessions) KillAll(context.Context) (bool, error) { return m.all, nil }
+func (m *memSessions) Session(_ context.Context, id string) (store.Session, error) {
+	if !m.killed[id] {
+		return store.Session{}, store.ErrNotFound
+	}
+	return store.Session{ID: id, Killed: true}, nil
+}
+
+func TestKillSwitchRefusesCalls(t *testing.T) {
+	reg := tool.NewRegistry()
+	reg.Register(tools.Calculate())
+	ss := &memSessions{killed: map[string]bool{"dead": true}}
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Sessions: ss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(session string) tool.Result {
+		return g.Call(context.Background(), tool.Call{Tool: "calculate", Args: json.RawMessage(`{"expression":"1+1"}`), Session: session})
+	}
+	if res := call("alive"); res.Error != nil {
+		t.Errorf("a live session's call = %+v", res.Error)
+	}
+	if res := call("dead"); res.Error == nil || res.Error.Code != tool.CodeKilled || res.Decision != "deny" {
+		t.Errorf("a killed session's call = %+v, want killed", res)
+	}
+	ss.all = true
+	if res := call("alive"); res.Error == nil || res.Error.Code != tool.CodeKilled || !strings.Contains(res.Error.Message, "every session") {
+		t.Errorf("a call under the global kill = %+v, want killed", res)
+	}
+	// A check runs nothing, so it reads no kill switch.
+	if res := g.Check(context.Background(), tool.Call{Tool: "calculate", Args: json.RawMessage(`{"expression":"1+1"}`), Session: "dead"}); res.Error != nil {
+		t.Errorf("a check in a killed session = %+v", res.Error)
+	}
+}
+
+func TestFallbackMustBeAnotherToolWithTheSameArguments(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"q":{"type":"string","maxLength":10}}}`)
+	other := json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"r":{"type":"string","maxLength":10}}}`)
+	run := func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, nil }
+	for _, c := range []struct {
+		name     string
+		fallback tool.Tool
+		ok       bool
+	}{
+		{"same args", tool.Tool{Name: "b", Description: "b", Schema: schema, Risk: tool.RiskLow, Effect: tool.EffectRead, Run: run}, true},
+		{"other args", tool.Tool{Name: "b", Description: "b", Schema: other, Risk: tool.RiskLow, Effect: tool.EffectRead, Run: run}, false},
+		{"missing", tool.Tool{Name: "c", Description: "c", Schema: schema, Risk: tool.RiskLow, Effect: tool.EffectRead, Run: run}, false},
+	} {
+		reg := tool.NewRegistry()
+		reg.Register(tool.Tool{Name: "a", Description: "a", Schema: schema, Risk: tool.RiskLow, Effect: tool.EffectRead, Fallback: "b", Run: run})
+		reg.Register(c.fallback)
+		_, err := gate.New(reg, nil)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err = %v", c.name, err)
+		}
+	}
+}

@@ -253,3 +253,17 @@ func parseUSDPerMillion(s string) (PicoUSD, error) {
 	}
 	return PicoUSD(w*1_000_000 + f), nil
 }
+
+// ParseUSD parses an amount of US dollars written as a plain decimal
+// number with at most six decimals, such as "0.50", up to 1,000,000 (a
+// budget, as airlock run's --budget-usd takes it).
+func ParseUSD(s string) (PicoUSD, error) {
+	// The same digits as a price per million tokens, read as millionths.
+	micro, err := parseUSDPerMillion(s)
+	if err != nil {
+		e := newError(CodeInvalidRequest, nil, "the amount %q: %v", s, err)
+		e.Hint = "Write dollars as a plain decimal number with at most six decimals, such as 0.50"
+		return 0, e
+	}
+	return micro * 1_000_000, nil
+}

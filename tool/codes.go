@@ -38,6 +38,9 @@ const (
 
 	// Untrusted content.
 	CodeUntrustedFlagged Code = "untrusted_content_flagged" // the scanner flagged injected instructions, and the gate withholds such content
+
+	// The loop's kill switch.
+	CodeKilled Code = "killed" // the session, or every session, was killed (airlock kill); nothing ran
 )
 
 // The codes of the egress guard (egress_denied, egress_invalid_url, ...)

@@ -115,7 +115,24 @@ type Tool struct {
 	// instructions, remembers the values it brings into the session, and,
 	// where the door talks to a model, wraps it in an envelope.
 	Untrusted bool
-	Run       Executor
+	// Fallback names a tool the agent loop calls instead, with the same
+	// arguments and through the whole gate, when this one fails
+	// transiently (see IsTransient). The gate checks at start-up that it
+	// is registered and takes the same arguments.
+	Fallback string
+	Run      Executor
+}
+
+// IsTransient says whether a call that failed with code may succeed if
+// made again, or made to a fallback tool: it ran out of time or its
+// runtime failed, rather than being refused or wrong.
+func IsTransient(code Code) bool {
+	switch code {
+	case CodeDeadlineExceeded, CodeToolFailed, CodeSandboxUnavailable,
+		"egress_timeout", "egress_connection_failed", "egress_unresolvable":
+		return true
+	}
+	return false
 }
 
 // Call is a proposal to run a tool, whichever door it came in by.

@@ -145,3 +145,23 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// SafeSource turns any name into one an envelope's source may hold: every
+// other byte becomes '_', and it is cut to MaxSourceBytes ("tool" when
+// empty).
+func SafeSource(s string) string {
+	b := []byte(s)
+	for i, ch := range b {
+		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("_.:/@+-", ch) >= 0
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) > MaxSourceBytes {
+		b = b[:MaxSourceBytes]
+	}
+	if len(b) == 0 {
+		return "tool"
+	}
+	return string(b)
+}
