@@ -41,6 +41,9 @@ type settings struct {
 	// envelopes: the door's results go to a model (MCP), so untrusted
 	// results are wrapped in envelopes.
 	envelopes bool
+	// killSwitch: the door runs sessions that airlock kill may stop
+	// (the agent loop), so the gate reads the kill flags at every call.
+	killSwitch bool
 	// proxy is the egress proxy run_command's commands reach with
 	// command_network: proxy; started once, it lives as long as the
 	// process.

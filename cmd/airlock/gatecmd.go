@@ -253,7 +253,11 @@ func openEnvWith(s *settings, firstRoot string, eg *egress.Options) (*env, error
 		e.Close()
 		return nil, err
 	}
-	e.gate, err = gate.New(reg, &gate.Options{Policy: pol, Ledger: led, Redactor: rd, Secrets: fetcher.InjectedValues(), Envelopes: s.envelopes, OnFlagged: gate.FlagAction(pol.OnFlagged()), Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
+	var sessions store.Sessions
+	if s.killSwitch {
+		sessions = db
+	}
+	e.gate, err = gate.New(reg, &gate.Options{Sessions: sessions, Policy: pol, Ledger: led, Redactor: rd, Secrets: fetcher.InjectedValues(), Envelopes: s.envelopes, OnFlagged: gate.FlagAction(pol.OnFlagged()), Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
 	if err != nil {
 		e.Close()
 		return nil, err

@@ -65,7 +65,13 @@ var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 // flags, and returns its URL. The server is killed when the test ends.
 func start(t *testing.T, node, cli string, flags ...string) string {
 	t.Helper()
-	args := append([]string{cli, "-p", "0", "-h", "127.0.0.1", "-f", "fixtures/airlock.json"}, flags...)
+	return startWith(t, node, cli, "fixtures/airlock.json", flags...)
+}
+
+// startWith is start with another fixture file.
+func startWith(t *testing.T, node, cli, fixtures string, flags ...string) string {
+	t.Helper()
+	args := append([]string{cli, "-p", "0", "-h", "127.0.0.1", "-f", fixtures}, flags...)
 	cmd := exec.Command(node, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
