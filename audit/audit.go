@@ -240,6 +240,14 @@ type Log struct {
 	pending []byte
 }
 
+// entryBufs holds the buffers Append encodes entries in, so that a record
+// costs no allocation for its entry's JSON.
+var entryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledEntryBytes is the largest entry buffer kept for reuse; a rare
+// huge entry (a long Note) is not held on to.
+const maxPooledEntryBytes = 16 << 10
+
 // MaxPendingBytes is how many bytes of records GroupCommit gathers in
 // memory before it writes them without waiting for the syncer.
 const MaxPendingBytes = 64 << 10
@@ -407,7 +415,8 @@ func (l *Log) refuse(format string, args ...any) error {
 }
 
 // Append adds a record for e and returns it. Options.Redact is applied to
-// a copy of e first; e itself is not changed. Records are written in seq
+// a copy of e first; e itself is not changed (the record returned may share
+// e.Stages when nothing changed them). Records are written in seq
 // order whatever the number of goroutines appending. In GroupCommit mode
 // the record is in the file (not yet on disk) when Append returns; in
 // EveryRecord mode it is on disk and named by the head file.
@@ -415,15 +424,28 @@ func (l *Log) Append(e Entry) (Record, error) {
 	if l == nil || l.cond == nil {
 		return Record{}, ErrClosed
 	}
-	e.Stages = slices.Clone(e.Stages)
+	if l.redact != nil || !stagesValidUTF8(e.Stages) {
+		// Redact and cleanEntry may change the stages: change a copy, not
+		// the caller's. Otherwise the record shares them, unchanged.
+		e.Stages = slices.Clone(e.Stages)
+	}
 	if l.redact != nil {
-		l.redact(&e)
+		// A copy the hook may keep: e itself stays on the stack when
+		// there is no hook.
+		r := e
+		l.redact(&r)
+		e = r
 	}
 	cleanEntry(&e)
 	if err := checkEntry(&e); err != nil {
 		return Record{}, err
 	}
-	entry := appendEntry(make([]byte, 0, 512), &e)
+	eb := entryBufs.Get().(*[]byte)
+	defer entryBufs.Put(eb)
+	entry := appendEntry((*eb)[:0], &e)
+	if cap(entry) <= maxPooledEntryBytes {
+		*eb = entry
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

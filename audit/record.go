@@ -36,9 +36,11 @@ func encodeRecord(b []byte, seq uint64, t time.Time, prev string, entry []byte) 
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	b = append(b[:len(b)-1], `,"hash":"`...)
+	at := len(b)
 	b = hex.AppendEncode(b, sum[:])
+	hash = string(b[at:])
 	b = append(b, "\"}\n"...)
-	return b, hex.EncodeToString(sum[:]), nil
+	return b, hash, nil
 }
 
 // cleanEntry replaces each byte of invalid UTF-8 in e's strings with
@@ -49,10 +51,25 @@ func cleanEntry(e *Entry) {
 		&e.Decision, &e.Code, &e.Rule, &e.ArgsSHA256, &e.ResultSHA256, &e.Note} {
 		*s = validUTF8(*s)
 	}
+	if stagesValidUTF8(e.Stages) {
+		return // nothing to change; the stages may be the caller's
+	}
 	for i := range e.Stages {
 		st := &e.Stages[i]
 		st.Name, st.Decision, st.Code = validUTF8(st.Name), validUTF8(st.Decision), validUTF8(st.Code)
 	}
+}
+
+// stagesValidUTF8 reports whether every string of the stages is valid
+// UTF-8, so that cleanEntry leaves them as they are.
+func stagesValidUTF8(stages []Stage) bool {
+	for i := range stages {
+		st := &stages[i]
+		if !utf8.ValidString(st.Name) || !utf8.ValidString(st.Decision) || !utf8.ValidString(st.Code) {
+			return false
+		}
+	}
+	return true
 }
 
 func validUTF8(s string) string {

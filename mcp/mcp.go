@@ -146,7 +146,10 @@ type server struct {
 
 // nextStep returns the session's next step, from 1.
 func (s *server) nextStep(session string) int64 {
-	n, _ := s.steps.LoadOrStore(session, new(atomic.Int64))
+	n, ok := s.steps.Load(session)
+	if !ok { // the session's first call: only then make its counter
+		n, _ = s.steps.LoadOrStore(session, new(atomic.Int64))
+	}
 	return n.(*atomic.Int64).Add(1)
 }
 
@@ -221,7 +224,7 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 				Message: err.Error(), Hint: "Tell the operator: start airlock with --workspace DIR"}}), nil
 		}
 	}
-	res := g.Call(ctx, call)
+	res := callGate(ctx, g, call)
 	if res.Error != nil && res.Error.Code == tool.CodeApprovalRequired && s.opts.Approve != nil {
 		res = s.approve(ctx, g, req.Session, call, res)
 	}
