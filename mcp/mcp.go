@@ -140,15 +140,23 @@ type server struct {
 	// steps counts each session's tool calls: the step that keys a call
 	// in the idempotency ledger, so that the same call made again later
 	// in a session runs again, while the re-run of an approved call (the
-	// same step) does not.
+	// same step) does not. A session's counter goes when the session
+	// ends, so that the map holds only live sessions.
 	steps sync.Map // session id -> *atomic.Int64
 }
 
 // nextStep returns the session's next step, from 1.
-func (s *server) nextStep(session string) int64 {
+func (s *server) nextStep(ss *sdk.ServerSession, session string) int64 {
 	n, ok := s.steps.Load(session)
 	if !ok { // the session's first call: only then make its counter
-		n, _ = s.steps.LoadOrStore(session, new(atomic.Int64))
+		var loaded bool
+		n, loaded = s.steps.LoadOrStore(session, new(atomic.Int64))
+		if !loaded && ss != nil {
+			go func() {
+				ss.Wait()
+				s.steps.Delete(session)
+			}()
+		}
 	}
 	return n.(*atomic.Int64).Add(1)
 }
@@ -212,7 +220,7 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		Tool:    req.Params.Name,
 		Args:    args,
 		Session: session,
-		Step:    s.nextStep(session),
+		Step:    s.nextStep(req.Session, session),
 		Role:    role,
 		Mode:    s.opts.Mode,
 	}
