@@ -168,6 +168,7 @@ func (a *Agent) Resume(ctx context.Context, session string) (*Summary, error) {
 	case store.StatusApproved:
 		// The parked call is made again below; the gate consumes the approval.
 	default:
+		st.Denials++
 		a.answer(st, st.Pending[0], deniedResult(ap.Status))
 		st.Pending = st.Pending[1:]
 	}
