@@ -1,9 +1,9 @@
-// Package native is airlock's own Linux sandbox backend: no helper binary,
-// only the kernel. Each Run re-executes the current binary as the
-// sandbox's init in new user, mount, PID, network, IPC, UTS and cgroup
-// namespaces, inside cgroups of its own; the init builds a minimal root
-// (read-only system binds, the workspace, private /tmp, /proc and /dev),
-// pivots into it, drops every capability, sets no_new_privs, applies
+// Package native is airlock's own Linux sandbox backend: no helper binary
+// of anyone else's, only the kernel. Each Run re-executes the current
+// binary (or Options.Exe) as the sandbox's init in new user, mount, PID,
+// network, IPC, UTS and cgroup namespaces, inside cgroups of its own; the
+// init builds a minimal root (read-only system binds, the workspace,
+// private /tmp, /proc and /dev), pivots into it, drops every capability, sets no_new_privs, applies
 // Landlock and a seccomp filter, lowers the rlimits and starts the command.
 // When the command ends, the init exits and the kernel kills whatever the
 // command left in the PID namespace.
@@ -12,9 +12,12 @@
 // over the process when it was started as the sandbox's init. Importing
 // this package is enough for any binary (the airlock CLI, a test binary)
 // to serve as its own init; nsinit imports only the standard library,
-// golang.org/x/sys/unix and go-landlock, so that it runs before the heavy
-// packages of the binary are initialized. A binary that does not import
-// this package cannot be the init (see Options.Exe).
+// golang.org/x/sys/unix and go-landlock, so that it runs before most of
+// the heavy packages of the binary are initialized. A binary that does not
+// import this package cannot be the init (see Options.Exe). A large
+// program still pays for its size at every start: it can run the small
+// cmd/airlock-sandbox-init instead (Options.Exe, FindInit), whose build is
+// checked against its own at the first run (nsinit.Fingerprint).
 //
 // Users and ids: run by root, the command runs as CommandUID inside the
 // user namespace, which maps to root's own uid outside (so that it can
@@ -104,7 +107,11 @@ const OutputDrainWait = 5 * time.Second
 // Options configure the backend. Nil means the defaults.
 type Options struct {
 	// Exe is the binary started as the sandbox's init; it must import
-	// this package. "" is /proc/self/exe, the running binary.
+	// this package (cmd/airlock-sandbox-init is such a binary, and
+	// FindInit finds it). "" is /proc/self/exe, the running binary. An
+	// Exe built from other sources than the running binary's init is
+	// noticed at its first run, which then falls back to /proc/self/exe
+	// for good (see Sandbox.Exe).
 	Exe string
 	// CgroupRoot is where the cgroup hierarchies are mounted; "" is
 	// /sys/fs/cgroup. Hierarchies mounted elsewhere are ignored.
@@ -118,7 +125,10 @@ type Options struct {
 
 // Sandbox is the native backend. It is safe for concurrent use.
 type Sandbox struct {
-	exe      string
+	exe string
+	// stale is set once Exe reported that it runs other code than this
+	// binary's init: every run from then on re-executes this binary.
+	stale    atomic.Bool
 	tmpSize  int64
 	hostname string
 	cg       cgroupSystem
@@ -143,7 +153,7 @@ func New(opts *Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{exe: o.Exe, tmpSize: o.TmpSize, hostname: o.Hostname}
 	if s.exe == "" {
-		s.exe = "/proc/self/exe"
+		s.exe = selfExe
 	}
 	if s.tmpSize == 0 {
 		s.tmpSize = DefaultTmpSize
@@ -169,8 +179,45 @@ func New(opts *Options) (*Sandbox, error) {
 // Name returns "native".
 func (s *Sandbox) Name() string { return Name }
 
+// selfExe is the running binary, the init of last resort: it imports this
+// package, so its init is always this package's own.
+const selfExe = "/proc/self/exe"
+
+// Exe returns the binary the next run starts as its init: Options.Exe, or
+// /proc/self/exe once Options.Exe turned out to be stale.
+func (s *Sandbox) Exe() string {
+	if s.stale.Load() {
+		return selfExe
+	}
+	return s.exe
+}
+
+// initMarker is the value of nsinit.EnvMarker for the init exe: the
+// running binary needs no proof that its init is its own.
+func initMarker(exe string) string {
+	if exe == selfExe {
+		return nsinit.MarkerSelf
+	}
+	return nsinit.Fingerprint()
+}
+
+// errStaleInit is a run the init refused because it was built from other
+// sources than this binary's (nsinit.StageStale); nothing of it ran.
+var errStaleInit = errors.New("sandbox: the init binary was built from other sources than this program")
+
 // Run runs spec; see sandbox.Sandbox.
 func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	res, err := s.run(ctx, spec, s.Exe())
+	if errors.Is(err, errStaleInit) {
+		// An init binary left over from another build: this binary's
+		// own init is the one that matches the Config it sends.
+		s.stale.Store(true)
+		res, err = s.run(ctx, spec, selfExe)
+	}
+	return res, err
+}
+
+func (s *Sandbox) run(ctx context.Context, spec sandbox.Spec, exe string) (sandbox.Result, error) {
 	if err := spec.Check(); err != nil {
 		return sandbox.Result{}, err
 	}
@@ -247,7 +294,7 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		}
 		degraded = append(degraded, c.layer)
 	}
-	return s.start(ctx, spec, lim, &cfg, rc, degraded)
+	return s.start(ctx, spec, lim, &cfg, rc, degraded, exe)
 }
 
 // checkPaths checks the host side of the Spec's paths.
@@ -340,7 +387,7 @@ func (c *capture) read(r io.Reader, limit int64, over func()) {
 	}
 }
 
-func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits, cfg *nsinit.Config, rc *runCgroup, degraded []sandbox.Layer) (sandbox.Result, error) {
+func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limits, cfg *nsinit.Config, rc *runCgroup, degraded []sandbox.Layer, exe string) (sandbox.Result, error) {
 	var closers []*os.File
 	closeAll := func() {
 		for _, f := range closers {
@@ -380,9 +427,9 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 	}
 
 	cmd := &exec.Cmd{
-		Path:       s.exe,
+		Path:       exe,
 		Args:       []string{nsinit.Argv0},
-		Env:        []string{nsinit.EnvMarker + "=1", "GOMAXPROCS=1", "GOGC=off"},
+		Env:        []string{nsinit.EnvMarker + "=" + initMarker(exe), "GOMAXPROCS=1", "GOGC=off"},
 		Stdin:      stdinR,
 		Stdout:     outW,
 		Stderr:     errW,
@@ -415,7 +462,7 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 			return sandbox.Result{}, sandbox.Unavailable(sandbox.LayerUserNS, fmt.Sprintf("cannot create the namespaces: %v", err),
 				"allow unprivileged user namespaces (sysctl user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns=0), or use the container backend")
 		}
-		return sandbox.Result{}, fmt.Errorf("sandbox: starting the init %s: %w", s.exe, err)
+		return sandbox.Result{}, fmt.Errorf("sandbox: starting the init %s: %w", exe, err)
 	}
 	// The child's ends belong to the child now.
 	for _, f := range []*os.File{stdinR, outW, errW, cfgR, statW} {
@@ -548,6 +595,8 @@ loop:
 	for i := range reports {
 		r := &reports[i]
 		switch {
+		case r.Stage == nsinit.StageStale:
+			return sandbox.Result{}, fmt.Errorf("%w: %s", errStaleInit, r.Error)
 		case r.Stage != "":
 			if killed != sandbox.KilledNone {
 				break

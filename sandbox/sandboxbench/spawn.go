@@ -1,8 +1,8 @@
 // Command sandboxbench measures, side by side in one run, how long each
 // sandbox backend takes to spawn `true` with every layer on: the native
 // backend, the bwrap backend, the container backend, and as references
-// bwrap run directly as a command and, when AIRLOCK_BENCH_EXEC is set, a
-// whole command of the caller's choice (the lead's hook for
+// bwrap run directly as a command and, when AIRLOCK_BENCH_EXEC is set,
+// whole commands of the caller's choice (the lead's hook for
 // `airlock exec`). It prints the median and the 99th percentile of each,
 // and how native compares with bwrap.
 //
@@ -10,9 +10,10 @@
 //	go test ./sandbox/sandboxbench -run TestSpawnTable -v   # the same table, 200 runs
 //	AIRLOCK_BENCH_EXEC='/path/to/airlock exec -- true' go run ./sandbox/sandboxbench
 //
-// AIRLOCK_BENCH_EXEC is split on spaces (no shell, no quoting) and run as a
-// command for each sample. The runs are interleaved, one of each backend
-// in turn, so that a load on the machine weighs on all of them alike.
+// AIRLOCK_BENCH_EXEC is split on ";" into commands, each split on spaces
+// (no shell, no quoting) and run as a candidate of its own for each
+// sample. The runs are interleaved, one of each candidate in turn, so that
+// a load on the machine weighs on all of them alike.
 //
 // The native backend's per-layer costs are not in the table: it has no
 // exported switch to turn one layer off; its own benchmark measures them
@@ -52,8 +53,12 @@ const QuickRuns = 3
 // RunTimeout bounds one sample; a hung backend is an error, not a wait.
 const RunTimeout = 2 * time.Minute
 
-// ExecEnv names the environment variable holding an extra command to time.
+// ExecEnv names the environment variable holding extra commands to time.
 const ExecEnv = "AIRLOCK_BENCH_EXEC"
+
+// ExecSep separates the commands in ExecEnv, so that two builds of a
+// program (before and after a change) are measured side by side.
+const ExecSep = ";"
 
 // The candidates' names, as the table shows them.
 const (
@@ -161,8 +166,10 @@ func Candidates(workspace string) ([]Candidate, error) {
 		Candidate{NameContainer, backendRun(container.New(nil), workspace)},
 		Candidate{NameBwrapCmd, commandRun(BwrapCommand())},
 	)
-	if v := strings.Fields(os.Getenv(ExecEnv)); len(v) > 0 {
-		cs = append(cs, Candidate{NameExec + ": " + strings.Join(v, " "), commandRun(v)})
+	for _, c := range strings.Split(os.Getenv(ExecEnv), ExecSep) {
+		if v := strings.Fields(c); len(v) > 0 {
+			cs = append(cs, Candidate{NameExec + ": " + strings.Join(v, " "), commandRun(v)})
+		}
 	}
 	return cs, errors.Join(errs...)
 }

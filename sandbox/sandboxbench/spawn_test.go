@@ -96,16 +96,22 @@ func TestPrintTable(t *testing.T) {
 	}
 }
 
-// The extra command of AIRLOCK_BENCH_EXEC joins the table.
+// The extra commands of AIRLOCK_BENCH_EXEC join the table, each its own
+// candidate, in order.
 func TestExecHook(t *testing.T) {
-	t.Setenv(ExecEnv, "/bin/true extra-arg")
+	t.Setenv(ExecEnv, "/bin/true extra-arg ; /bin/true second")
 	cs, _ := Candidates(t.TempDir())
-	last := cs[len(cs)-1]
-	if !strings.HasPrefix(last.Name, NameExec) || !strings.Contains(last.Name, "/bin/true extra-arg") {
-		t.Fatalf("last candidate %q, want the %s command", last.Name, ExecEnv)
+	if len(cs) < 2 {
+		t.Fatalf("%d candidates", len(cs))
 	}
-	if err := last.Run(context.Background()); err != nil {
-		t.Fatal(err)
+	for i, want := range []string{"/bin/true extra-arg", "/bin/true second"} {
+		c := cs[len(cs)-2+i]
+		if !strings.HasPrefix(c.Name, NameExec) || !strings.HasSuffix(c.Name, ": "+want) {
+			t.Errorf("candidate %q, want the %s command %q", c.Name, ExecEnv, want)
+		}
+		if err := c.Run(context.Background()); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

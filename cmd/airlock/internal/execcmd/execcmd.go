@@ -33,13 +33,15 @@ const DefaultSandbox = "native"
 // SandboxNames are the backends, in the order they are offered.
 var SandboxNames = []string{"native", "bwrap", "container"}
 
-// NewSandbox returns the native or the bwrap backend, with its defaults.
-// The container backend, which speaks HTTP, comes through
+// NewSandbox returns the native or the bwrap backend, with its defaults;
+// the native backend's init is airlock-sandbox-init from airlock's own
+// directory where it is installed (native.FindInit), this binary where
+// not. The container backend, which speaks HTTP, comes through
 // Options.NewSandbox, so that this package stays light.
 func NewSandbox(name string) (sandbox.Sandbox, error) {
 	switch name {
 	case "native":
-		return native.New(nil)
+		return native.New(&native.Options{Exe: native.FindInit()})
 	case "bwrap":
 		return bwrap.New(nil), nil
 	}

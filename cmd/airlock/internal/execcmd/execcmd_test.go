@@ -1,6 +1,14 @@
 package execcmd
 
-import "testing"
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"airlock.dev/airlock/sandbox/native"
+)
 
 func TestParseSize(t *testing.T) {
 	for _, c := range []struct {
@@ -37,5 +45,47 @@ func TestNeedsFull(t *testing.T) {
 		if got := NeedsFull(c.args); got != c.want {
 			t.Errorf("NeedsFull(%q) = %v, want %v", c.args, got, c.want)
 		}
+	}
+}
+
+// TestNewSandboxFindsInit: the native backend runs airlock-sandbox-init
+// from the program's own directory when it is installed there, and the
+// program itself when it is not.
+func TestNewSandboxFindsInit(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ = filepath.EvalSymlinks(self)
+	sibling := filepath.Join(filepath.Dir(self), native.InitBinary)
+	if _, err := os.Lstat(sibling); err == nil {
+		t.Skipf("%s exists already; not touching it", sibling)
+	}
+	exe := func() string {
+		t.Helper()
+		sb, err := NewSandbox("native")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb.(*native.Sandbox).Exe()
+	}
+	if got := exe(); got != "/proc/self/exe" {
+		t.Errorf("with no init binary installed the init is %q, want /proc/self/exe", got)
+	}
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD (this test needs the go command): %v", err)
+	}
+	build := exec.Command("go", "build", "-o", sibling, "./cmd/airlock-sandbox-init")
+	build.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	defer os.Remove(sibling)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/airlock-sandbox-init: %v\n%s", err, out)
+	}
+	if err := os.Chmod(filepath.Dir(sibling), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := exe(); got != sibling {
+		t.Errorf("with the init binary installed the init is %q, want %q", got, sibling)
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -208,7 +208,7 @@ func mountPoint(target string, dir bool) error {
 	if dir {
 		return os.MkdirAll(target, 0o755)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	if err := os.MkdirAll(dirOf(target), 0o755); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o644)
@@ -254,10 +254,10 @@ func protect(path string) *failure {
 	}
 	at := "/proc/self/fd/" + strconv.Itoa(fd)
 	if err := unix.Mount(at, at, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fail("mount", "unavailable", fmt.Errorf("binding %s read-only: %w", filepath.Base(path), err))
+		return fail("mount", "unavailable", fmt.Errorf("binding %s read-only: %w", baseOf(path), err))
 	}
 	if err := setAttr(path, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, true); err != nil {
-		return fail("mount", "unavailable", fmt.Errorf("making %s read-only: %w", filepath.Base(path), err))
+		return fail("mount", "unavailable", fmt.Errorf("making %s read-only: %w", baseOf(path), err))
 	}
 	return nil
 }
@@ -285,7 +285,7 @@ func mask(path string, mustDir bool) *failure {
 		}
 	case unix.S_IFREG:
 		if mustDir {
-			return fail("mask", "invalid", fmt.Errorf("%s is not a directory: airlock keeps its state there; move it away", filepath.Base(path)))
+			return fail("mask", "invalid", fmt.Errorf("%s is not a directory: airlock keeps its state there; move it away", baseOf(path)))
 		}
 		if err := unix.Mount("/dev/null", at, "", unix.MS_BIND, ""); err != nil {
 			return fail("mask", "unavailable", fmt.Errorf("masking %s: %w", path, err))
@@ -297,7 +297,7 @@ func mask(path string, mustDir bool) *failure {
 		}
 	default:
 		if mustDir {
-			return fail("mask", "invalid", fmt.Errorf("%s is not a directory: airlock keeps its state there; move it away", filepath.Base(path)))
+			return fail("mask", "invalid", fmt.Errorf("%s is not a directory: airlock keeps its state there; move it away", baseOf(path)))
 		}
 	}
 	return nil
@@ -315,3 +315,17 @@ func maskEtc(root string) *failure {
 	}
 	return nil
 }
+
+// dirOf and baseOf are filepath.Dir and filepath.Base for the clean
+// absolute paths the init handles. Not path/filepath itself: its package
+// initializer sorts late, and the init hook waits for every package it
+// imports (see the package comment).
+func dirOf(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+func baseOf(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }

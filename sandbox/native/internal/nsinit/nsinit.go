@@ -2,9 +2,11 @@
 // the sandbox's root filesystem, drops every privilege, applies Landlock
 // and seccomp, starts the command and reports how it ended.
 //
-// The parent re-executes its own binary (/proc/self/exe) with argv[0] set
-// to Argv0 and the environment variable EnvMarker set; this package's
-// init function recognises that and never returns to main. The parent
+// The parent re-executes its own binary (/proc/self/exe), or starts a
+// binary of its own for the init (cmd/airlock-sandbox-init), with argv[0]
+// set to Argv0 and the environment variable EnvMarker set to its
+// Fingerprint (MarkerSelf for its own binary); this package's init function recognises that and never
+// returns to main. The parent
 // starts it with GOMAXPROCS=1 and GOGC=off: few threads (they count
 // against the pids limit) and no collector work in a process that lives
 // as long as the command but allocates almost nothing. Go initializes
@@ -13,7 +15,10 @@
 // golang.org/x/sys/unix and go-landlock: so in any binary that links the
 // native backend (the airlock CLI, a test binary) the init hook runs
 // before the heavy packages (cel-go, protobuf, SQL drivers) initialize,
-// and the sandbox's first process stays small. Keep its imports that way.
+// and the sandbox's first process stays small. Keep its imports that way,
+// and away from standard packages with initializers whose paths sort
+// late (path/filepath, net, regexp): the hook also waits for those, and
+// everything that sorts before them runs first.
 //
 // The protocol: the parent passes the Config as one JSON document on fd
 // ConfigFD and closes it once the child is in its cgroups (so reading it
@@ -36,11 +41,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Argv0 and EnvMarker mark the re-executed init. Both must be present.
+// Argv0 and EnvMarker mark the re-executed init: argv[0] is Argv0 and
+// EnvMarker holds the parent's Fingerprint (see fingerprint.go), or
+// MarkerSelf. Both must be present.
 const (
 	Argv0     = "airlock-sandbox-init"
 	EnvMarker = "AIRLOCK_SANDBOX_INIT"
 )
+
+// MarkerSelf is EnvMarker's value when the init is the parent's own
+// binary re-executed (/proc/self/exe), whose init is the parent's by
+// definition: no Fingerprint is computed on either side.
+const MarkerSelf = "self"
+
+// StageStale is the Report.Stage of an init whose Fingerprint is not the
+// parent's: it built nothing, and the parent should run its own binary as
+// the init.
+const StageStale = "stale_init"
 
 // The file descriptors the parent hands the init.
 const (
@@ -108,7 +125,7 @@ type Report struct {
 }
 
 func init() {
-	if len(os.Args) == 0 || os.Args[0] != Argv0 || os.Getenv(EnvMarker) != "1" {
+	if len(os.Args) == 0 || os.Args[0] != Argv0 || os.Getenv(EnvMarker) == "" {
 		return
 	}
 	// Everything from here runs on the main OS thread, which is never
@@ -141,6 +158,13 @@ func Main() int {
 	report := func(r Report) {
 		b, _ := json.Marshal(r)
 		status.Write(append(b, '\n'))
+	}
+	if got := os.Getenv(EnvMarker); got != MarkerSelf && got != Fingerprint() {
+		report(Report{Stage: StageStale, Kind: "fault", Error: fmt.Sprintf("this init was built from other sources (fingerprint %s, the parent's %s)", Fingerprint(), got)})
+		// Read the Config all the same, so that the parent's write does
+		// not fail before it sees the report.
+		io.Copy(io.Discard, io.LimitReader(cfgFile, MaxConfig+1))
+		return 125
 	}
 	b, err := io.ReadAll(io.LimitReader(cfgFile, MaxConfig+1))
 	cfgFile.Close()
