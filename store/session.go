@@ -151,8 +151,9 @@ type Backend interface {
 	Runs
 	// Prune deletes what has outlived its retention: finished approvals
 	// (approvals past KeepFinished), ledger entries past their Expires,
-	// and run checkpoints whose Updated is older than now minus KeepRuns.
-	// It returns how many records went.
+	// run checkpoints whose Updated is older than now minus KeepRuns, and
+	// sessions whose Updated is older than now minus KeepSessions. The
+	// global kill flag is never pruned. It returns how many records went.
 	Prune(ctx context.Context, now time.Time) (int64, error)
 	Close() error
 }
@@ -162,6 +163,17 @@ type Backend interface {
 // about it, short enough that the store does not grow without end. The
 // audit log keeps the lasting record.
 const KeepFinished = 7 * 24 * time.Hour
+
+// KeepSessions is how long a session stays after its last update (a
+// charge, a mode change, a kill). A pruned session is forgotten whole, its
+// kill flag too: a later write starts it afresh, unkilled and with nothing
+// spent. So it is kept well past anything that could still act for it: a
+// run's checkpoint stays KeepRuns (7 days) and the approval a parked run
+// waits on lives DefaultApprovalTTL (15 minutes), so any run that can
+// still resume finds its killed session still killed. Past that, keeping
+// it only makes the store grow without end. The global kill flag is never
+// pruned.
+const KeepSessions = 30 * 24 * time.Hour
 
 // Apply charges s with c at now, as a backend does under its lock: ErrKilled
 // when s or every session (killAll) is killed, the *BudgetError of Check,

@@ -238,6 +238,8 @@ var migrations = []string{
 		updated    timestamptz NOT NULL
 	);
 	CREATE INDEX runs_updated ON runs (updated);`,
+	// 3: sessions are pruned by updated (store.KeepSessions).
+	`CREATE INDEX sessions_updated ON sessions (updated);`,
 }
 
 // migrate creates the schema and brings it to len(migrations), in one
@@ -279,8 +281,9 @@ func (db *DB) migrate(ctx context.Context) error {
 }
 
 // Prune implements store.Backend: finished approvals older than
-// store.KeepFinished, ledger entries past their Expires, and run
-// checkpoints last updated before now minus store.KeepRuns.
+// store.KeepFinished, ledger entries past their Expires, run checkpoints
+// last updated before now minus store.KeepRuns, and sessions last updated
+// before now minus store.KeepSessions. The global kill flag stays.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-store.KeepFinished)
 	tag, err := db.pool.Exec(ctx, `DELETE FROM approvals
@@ -293,8 +296,12 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return tag.RowsAffected(), fmt.Errorf("store/postgres: pruning runs: %w", err)
 	}
+	sessions, err := db.pruneSessions(ctx, now)
+	if err != nil {
+		return tag.RowsAffected() + runs.RowsAffected(), err
+	}
 	n, err := db.PruneLedger(ctx, now)
-	return tag.RowsAffected() + runs.RowsAffected() + n, err
+	return tag.RowsAffected() + runs.RowsAffected() + sessions + n, err
 }
 
 // retry runs f in a transaction, starting over (at most MaxRetries times)

@@ -143,3 +143,15 @@ func (db *DB) KillAll(ctx context.Context) (bool, error) {
 	}
 	return killed, nil
 }
+
+// pruneSessions deletes the sessions last updated before now minus
+// store.KeepSessions. A charge under way holds its session's row FOR
+// UPDATE, so the delete waits for it and then sees its new updated. The
+// flags table, and with it the global kill flag, is left alone.
+func (db *DB) pruneSessions(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := db.pool.Exec(ctx, "DELETE FROM sessions WHERE updated < $1", now.Add(-store.KeepSessions))
+	if err != nil {
+		return 0, fmt.Errorf("store/postgres: pruning sessions: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -230,8 +230,9 @@ func (h hash) time(field string) time.Time {
 }
 
 // Prune implements store.Backend: finished approvals older than
-// store.KeepFinished, ledger entries past their Expires, and run
-// checkpoints last updated before now minus store.KeepRuns.
+// store.KeepFinished, ledger entries past their Expires, run checkpoints
+// last updated before now minus store.KeepRuns, and sessions last updated
+// before now minus store.KeepSessions. The global kill flag stays.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut, err := micros("now", now.Add(-store.KeepFinished))
 	if err != nil {
@@ -254,6 +255,10 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return total, err
 	}
+	sessions, err := db.pruneSessionsBefore(ctx, now)
+	if err != nil {
+		return total + runs + sessions, err
+	}
 	n, err := db.PruneLedger(ctx, now)
-	return total + runs + n, err
+	return total + runs + sessions + n, err
 }

@@ -133,6 +133,41 @@ func TestPrune(t *testing.T) {
 	}
 }
 
+// TestPruneSessions: sessions go in PruneBatch steps until none is left
+// before the cut, taking their index entries with them; a session whose
+// record is newer than its index entry (written by an airlock that kept no
+// index) stays, its entry moved up to its record.
+func TestPruneSessions(t *testing.T) {
+	db := openTest(t, uniquePrefix())
+	ctx := context.Background()
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range PruneBatch + 10 { // more than one script's batch
+		if _, err := db.ChargeSession(ctx, fmt.Sprintf("s-%d", i), store.Charge{Steps: 1}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.KillSession(ctx, "behind", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(store.KeepSessions)
+	if err := db.c.HSet(ctx, db.sessionKey("behind"), "updated", later.UnixMicro()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.Prune(ctx, t0.Add(store.KeepSessions)); err != nil || n != 0 {
+		t.Errorf("Prune at the cut = %d, %v; want 0", n, err)
+	}
+	if n, err := db.Prune(ctx, t0.Add(store.KeepSessions+time.Microsecond)); err != nil || n != PruneBatch+10 {
+		t.Errorf("Prune past the cut = %d, %v; want %d", n, err, PruneBatch+10)
+	}
+	if s, err := db.Session(ctx, "behind"); err != nil || !s.Killed || !s.Updated.Equal(later) {
+		t.Errorf(`Session("behind") = %+v, %v; want it kept, killed, updated at %v`, s, err, later)
+	}
+	ids, err := db.c.ZRangeWithScores(ctx, db.sessionIndex(), 0, -1).Result()
+	if err != nil || len(ids) != 1 || ids[0].Member != "behind" || int64(ids[0].Score) != later.UnixMicro() {
+		t.Errorf("the session index after Prune = %v, %v; want only behind at %d", ids, err, later.UnixMicro())
+	}
+}
+
 func BenchmarkLedger(b *testing.B) {
 	storetest.BenchmarkLedger(b, openTest(b, uniquePrefix()))
 }

@@ -13,16 +13,22 @@ import (
 
 // Keys of the sessions, under the prefix P:
 //
-//	P s:r:<id>    hash: one session
-//	P kill_all    "1" while every session is killed
+//	P s:r:<id>        hash: one session
+//	P s:i:updated     sorted set of every session, by updated (for Prune)
+//	P kill_all        "1" while every session is killed
+//
+// Every script that writes a session's hash moves its index entry in the
+// same script, so Prune never sees one without the other.
 
 func (db *DB) sessionKey(id string) string { return db.prefix + "s:r:" + id }
+func (db *DB) sessionIndex() string        { return db.prefix + "s:i:updated" }
 func (db *DB) killAllKey() string          { return db.prefix + "kill_all" }
 
 // chargeSession applies store.Charge.Apply inside Redis. The sums are
 // compared as Lua numbers, exact because every operand is at most
 // store.MaxCounter; the counters are then moved with HINCRBY on the
-// decimal strings, exact as int64.
+// decimal strings, exact as int64. KEYS: the session, the global flag,
+// the session index.
 var chargeSession = goredis.NewScript(`
 if redis.call('GET', KEYS[2]) == '1' then return {'killed_all', redis.call('HGETALL', KEYS[1])} end
 local s = redis.call('HMGET', KEYS[1], 'killed', 'step', 'tokens', 'micro_usd')
@@ -42,14 +48,18 @@ redis.call('HINCRBY', KEYS[1], 'step', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'micro_usd', ARGV[4])
 redis.call('HSET', KEYS[1], 'updated', ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[1], ARGV[9])
 return {'ok', redis.call('HGETALL', KEYS[1])}
 `)
 
+// setSessionField sets one field of a session, creating it when new.
+// KEYS: the session, the session index.
 var setSessionField = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	redis.call('HSET', KEYS[1], 'id', ARGV[2], 'created', ARGV[1], 'mode', '', 'killed', '0', 'step', '0', 'tokens', '0', 'micro_usd', '0')
 end
 redis.call('HSET', KEYS[1], ARGV[3], ARGV[4], 'updated', ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
 return redis.call('HGETALL', KEYS[1])
 `)
 
@@ -85,7 +95,7 @@ func (db *DB) ChargeSession(ctx context.Context, id string, c store.Charge, now 
 	if err != nil {
 		return store.Session{}, fail(err)
 	}
-	res, err := chargeSession.Run(ctx, db.c, []string{db.sessionKey(id), db.killAllKey()},
+	res, err := chargeSession.Run(ctx, db.c, []string{db.sessionKey(id), db.killAllKey(), db.sessionIndex()},
 		n, c.Steps, c.Tokens, c.MicroUSD, c.MaxSteps, c.MaxTokens, c.MaxMicroUSD, int64(store.MaxCounter), id).Slice()
 	if err != nil {
 		return store.Session{}, fail(err)
@@ -116,7 +126,7 @@ func (db *DB) setField(ctx context.Context, id, field, value string, now time.Ti
 	if err != nil {
 		return store.Session{}, err
 	}
-	v, err := setSessionField.Run(ctx, db.c, []string{db.sessionKey(id)}, n, id, field, value).Result()
+	v, err := setSessionField.Run(ctx, db.c, []string{db.sessionKey(id), db.sessionIndex()}, n, id, field, value).Result()
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -174,4 +184,50 @@ func (db *DB) KillAll(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("store/redis: reading the global kill flag: %w", err)
 	}
 	return v == "1", nil
+}
+
+// pruneSessions deletes, of the first ARGV[3] sessions in the index
+// updated before ARGV[2], those whose record agrees; an index entry
+// without a record goes too, and one behind its record's updated is moved
+// up to it. The global kill flag is not a session and is never touched.
+// It returns {deleted, looked at}.
+var pruneSessions = goredis.NewScript(`
+local P = ARGV[1]
+local index = P .. 's:i:updated'
+local cut = tonumber(ARGV[2])
+local ids = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. ARGV[2], 'LIMIT', 0, ARGV[3])
+local deleted = 0
+for _, id in ipairs(ids) do
+	local k = P .. 's:r:' .. id
+	local up = redis.call('HGET', k, 'updated')
+	if not up or tonumber(up) < cut then
+		if redis.call('DEL', k) == 1 then deleted = deleted + 1 end
+		redis.call('ZREM', index, id)
+	else
+		redis.call('ZADD', index, up, id)
+	end
+end
+return {deleted, #ids}
+`)
+
+// pruneSessionsBefore deletes the sessions last updated before now minus
+// store.KeepSessions, PruneBatch index entries per script.
+func (db *DB) pruneSessionsBefore(ctx context.Context, now time.Time) (int64, error) {
+	cut, err := micros("the session retention cut", now.Add(-store.KeepSessions))
+	if err != nil {
+		return 0, fmt.Errorf("store/redis: pruning sessions: %w", err)
+	}
+	var total int64
+	for {
+		res, err := pruneSessions.Run(ctx, db.c, nil, db.prefix, cut, PruneBatch).Int64Slice()
+		if err != nil {
+			return total, fmt.Errorf("store/redis: pruning sessions: %w", err)
+		}
+		total += res[0]
+		// Every entry looked at left the range or had its score moved
+		// to a time at or after the cut, so the next batch is new.
+		if res[1] < PruneBatch {
+			return total, nil
+		}
+	}
 }

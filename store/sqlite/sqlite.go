@@ -303,6 +303,8 @@ var migrations = []string{
 		updated    INTEGER NOT NULL
 	) STRICT;
 	CREATE INDEX runs_updated ON runs (updated);`,
+	// 4: sessions are pruned by updated (store.KeepSessions).
+	`CREATE INDEX sessions_updated ON sessions (updated);`,
 }
 
 // migrate brings the file to len(migrations) in one IMMEDIATE transaction,
@@ -344,9 +346,10 @@ func (db *DB) migrate(ctx context.Context) error {
 const KeepFinished = store.KeepFinished
 
 // Prune deletes the approvals that finished before now minus
-// KeepFinished, the ledger entries past their Expires and the run
-// checkpoints last updated before now minus store.KeepRuns, and returns
-// how many.
+// KeepFinished, the ledger entries past their Expires, the run
+// checkpoints last updated before now minus store.KeepRuns and the
+// sessions last updated before now minus store.KeepSessions, and returns
+// how many. The global kill flag stays.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-KeepFinished).UnixNano()
 	res, err := db.sql.ExecContext(ctx, `DELETE FROM approvals
@@ -363,8 +366,12 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return n, err
 	}
+	sessions, err := db.pruneSessions(ctx, now)
+	if err != nil {
+		return n + runs, err
+	}
 	m, err := db.PruneLedger(ctx, now)
-	return n + runs + m, err
+	return n + runs + sessions + m, err
 }
 
 // Close closes the database. Approvals stay in the file.

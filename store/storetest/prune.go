@@ -12,9 +12,11 @@ import (
 
 // TestPrune runs the retention part of the suite on a whole store.Backend:
 // Prune deletes the approvals finished (used, denied or expired) more than
-// store.KeepFinished ago, the ledger entries past their Expires and the run
-// checkpoints last updated more than store.KeepRuns ago, counts each, and
-// keeps everything else. open must return a fresh, empty store.
+// store.KeepFinished ago, the ledger entries past their Expires, the run
+// checkpoints last updated more than store.KeepRuns ago and the sessions
+// last updated more than store.KeepSessions ago, counts each, and keeps
+// everything else, the global kill flag included. open must return a
+// fresh, empty store.
 func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	s := open(t)
 	ctx := context.Background()
@@ -63,9 +65,44 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 			t.Fatal(err)
 		}
 	}
+	// A session goes once its last write, whichever it was, is strictly
+	// before now minus KeepSessions; a killed one too. Each old session is
+	// written one way only, so a write that forgets Prune's bookkeeping
+	// leaves it behind.
+	sessionCut := now.Add(-store.KeepSessions)
+	// The three ways a session is written.
+	charge := func(id string, at time.Time) (store.Session, error) {
+		return s.ChargeSession(ctx, id, store.Charge{Steps: 1, Tokens: 10, MicroUSD: 100}, at)
+	}
+	kill := func(id string, at time.Time) (store.Session, error) { return s.KillSession(ctx, id, true, at) }
+	setMode := func(id string, at time.Time) (store.Session, error) { return s.SetSessionMode(ctx, id, "plan", at) }
+	sessions := map[string]time.Time{
+		"old-session":    sessionCut.Add(-time.Microsecond),
+		"older-session":  sessionCut.Add(-time.Hour),
+		"edge-session":   sessionCut,
+		"recent-session": now,
+	}
+	for _, w := range []struct {
+		id    string
+		write func(id string, at time.Time) (store.Session, error)
+		at    time.Time
+	}{
+		{"old-session", kill, sessions["old-session"]},
+		{"older-session", charge, sessions["older-session"]},
+		{"edge-session", setMode, sessions["edge-session"]},
+		{"recent-session", charge, sessionCut.Add(-48 * time.Hour)}, // old at first, then written again
+		{"recent-session", setMode, sessions["recent-session"]},
+	} {
+		if _, err := w.write(w.id, w.at); err != nil {
+			t.Fatalf("writing session %s at %v: %v", w.id, w.at, err)
+		}
+	}
+	if err := s.SetKillAll(ctx, true); err != nil {
+		t.Fatal(err)
+	}
 	n, err := s.Prune(ctx, now)
-	if err != nil || n != 7 {
-		t.Errorf("Prune = %d, %v; want 7 (3 approvals, 2 ledger entries, 2 runs)", n, err)
+	if err != nil || n != 9 {
+		t.Errorf("Prune = %d, %v; want 9 (3 approvals, 2 ledger entries, 2 runs, 2 sessions)", n, err)
 	}
 	for id, kept := range map[string]bool{"old-denied": false, "old-used": false, "old-expired": false, "recent-denied": true, "pending": true} {
 		_, err := s.Approval(ctx, id, now)
@@ -87,6 +124,18 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 		if kept && (err != nil || !r.Updated.Equal(runs[session])) {
 			t.Errorf("run %s after Prune = %+v, %v; want it as saved", session, r, err)
 		}
+	}
+	for id, kept := range map[string]bool{"old-session": false, "older-session": false, "edge-session": true, "recent-session": true} {
+		got, err := s.Session(ctx, id)
+		if found := err == nil; found != kept || (!kept && !errors.Is(err, store.ErrNotFound)) {
+			t.Errorf("session %s: kept %v (%v), want %v", id, found, err, kept)
+		}
+		if kept && (err != nil || got.ID != id || !got.Updated.Equal(sessions[id])) {
+			t.Errorf("session %s after Prune = %+v, %v; want it updated at %v", id, got, err, sessions[id])
+		}
+	}
+	if killed, err := s.KillAll(ctx); err != nil || !killed {
+		t.Errorf("KillAll after Prune = %v, %v; want the global kill flag still set", killed, err)
 	}
 	if n, err := s.Prune(ctx, now); err != nil || n != 0 {
 		t.Errorf("a second Prune = %d, %v; want 0", n, err)
