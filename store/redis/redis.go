@@ -251,11 +251,11 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 			break
 		}
 	}
-	runs, err := db.pruneRunsBefore(ctx, now)
+	runs, err := db.pruneBefore(ctx, pruneRuns, "runs", store.KeepRuns, now)
 	if err != nil {
 		return total, err
 	}
-	sessions, err := db.pruneSessionsBefore(ctx, now)
+	sessions, err := db.pruneBefore(ctx, pruneSessions, "sessions", store.KeepSessions, now)
 	if err != nil {
 		return total + runs + sessions, err
 	}

@@ -83,21 +83,22 @@ func (db *DB) Run(ctx context.Context, session string) (store.Run, error) {
 	return r, nil
 }
 
-// pruneRunsBefore deletes the runs last updated before now minus
-// store.KeepRuns, PruneBatch index entries per script.
-func (db *DB) pruneRunsBefore(ctx context.Context, now time.Time) (int64, error) {
-	cut, err := micros("the run retention cut", now.Add(-store.KeepRuns))
+// pruneBefore runs script, a pruning script over one time index
+// (pruneRuns, pruneSessions), PruneBatch index entries at a time, until
+// every record of what last updated before now minus keep is gone.
+func (db *DB) pruneBefore(ctx context.Context, script *goredis.Script, what string, keep time.Duration, now time.Time) (int64, error) {
+	cut, err := micros("the "+what+" retention cut", now.Add(-keep))
 	if err != nil {
-		return 0, fmt.Errorf("store/redis: pruning runs: %w", err)
+		return 0, fmt.Errorf("store/redis: pruning %s: %w", what, err)
 	}
 	var total int64
 	for {
-		res, err := pruneRuns.Run(ctx, db.c, nil, db.prefix, cut, PruneBatch).Int64Slice()
+		res, err := script.Run(ctx, db.c, nil, db.prefix, cut, PruneBatch).Int64Slice()
 		if err != nil {
-			return total, fmt.Errorf("store/redis: pruning runs: %w", err)
+			return total, fmt.Errorf("store/redis: pruning %s: %w", what, err)
 		}
 		total += res[0]
-		// Every entry looked at left the range or had its score fixed
+		// Every entry looked at left the range or had its score moved
 		// to a time at or after the cut, so the next batch is new.
 		if res[1] < PruneBatch {
 			return total, nil

@@ -209,25 +209,3 @@ for _, id in ipairs(ids) do
 end
 return {deleted, #ids}
 `)
-
-// pruneSessionsBefore deletes the sessions last updated before now minus
-// store.KeepSessions, PruneBatch index entries per script.
-func (db *DB) pruneSessionsBefore(ctx context.Context, now time.Time) (int64, error) {
-	cut, err := micros("the session retention cut", now.Add(-store.KeepSessions))
-	if err != nil {
-		return 0, fmt.Errorf("store/redis: pruning sessions: %w", err)
-	}
-	var total int64
-	for {
-		res, err := pruneSessions.Run(ctx, db.c, nil, db.prefix, cut, PruneBatch).Int64Slice()
-		if err != nil {
-			return total, fmt.Errorf("store/redis: pruning sessions: %w", err)
-		}
-		total += res[0]
-		// Every entry looked at left the range or had its score moved
-		// to a time at or after the cut, so the next batch is new.
-		if res[1] < PruneBatch {
-			return total, nil
-		}
-	}
-}

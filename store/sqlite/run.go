@@ -61,16 +61,16 @@ func (db *DB) Run(ctx context.Context, session string) (store.Run, error) {
 	return r, nil
 }
 
-// pruneRuns deletes the checkpoints last updated before now minus
-// store.KeepRuns.
-func (db *DB) pruneRuns(ctx context.Context, now time.Time) (int64, error) {
-	cut, err := nanos("the run retention cut", now.Add(-store.KeepRuns))
+// pruneOlder deletes the rows of table (runs or sessions, named here,
+// never by a caller's input) last updated before now minus keep.
+func (db *DB) pruneOlder(ctx context.Context, table string, keep time.Duration, now time.Time) (int64, error) {
+	cut, err := nanos("the "+table+" retention cut", now.Add(-keep))
 	if err != nil {
-		return 0, fmt.Errorf("store/sqlite: pruning runs: %w", err)
+		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", table, err)
 	}
-	res, err := db.sql.ExecContext(ctx, "DELETE FROM runs WHERE updated < ?", cut)
+	res, err := db.sql.ExecContext(ctx, "DELETE FROM "+table+" WHERE updated < ?", cut)
 	if err != nil {
-		return 0, fmt.Errorf("store/sqlite: pruning runs: %w", db.classify(err))
+		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", table, db.classify(err))
 	}
 	return res.RowsAffected()
 }

@@ -135,18 +135,3 @@ func (db *DB) KillAll(ctx context.Context) (bool, error) {
 	}
 	return killed, nil
 }
-
-// pruneSessions deletes the sessions last updated before now minus
-// store.KeepSessions. The flags table, and with it the global kill flag,
-// is left alone.
-func (db *DB) pruneSessions(ctx context.Context, now time.Time) (int64, error) {
-	cut, err := nanos("the session retention cut", now.Add(-store.KeepSessions))
-	if err != nil {
-		return 0, fmt.Errorf("store/sqlite: pruning sessions: %w", err)
-	}
-	res, err := db.sql.ExecContext(ctx, "DELETE FROM sessions WHERE updated < ?", cut)
-	if err != nil {
-		return 0, fmt.Errorf("store/sqlite: pruning sessions: %w", db.classify(err))
-	}
-	return res.RowsAffected()
-}

@@ -362,11 +362,11 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, err)
 	}
-	runs, err := db.pruneRuns(ctx, now)
+	runs, err := db.pruneOlder(ctx, "runs", store.KeepRuns, now)
 	if err != nil {
 		return n, err
 	}
-	sessions, err := db.pruneSessions(ctx, now)
+	sessions, err := db.pruneOlder(ctx, "sessions", store.KeepSessions, now) // the flags table, and the global kill flag, stay
 	if err != nil {
 		return n + runs, err
 	}
