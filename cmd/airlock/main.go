@@ -96,7 +96,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: airlock COMMAND [flags] [args]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'airlock COMMAND --help' for a command's flags.")
 }
