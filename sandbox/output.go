@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"sync"
 )
@@ -16,7 +16,7 @@ import (
 func ReadOnlyEntries(ws string) []string {
 	var out []string
 	for _, p := range ReadOnlyDirs {
-		fi, err := os.Lstat(filepath.Join(ws, p))
+		fi, err := os.Lstat(path.Join(ws, p))
 		if err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
 			out = append(out, p)
 		}

@@ -17,7 +17,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"path"
+	"strings"
 	"time"
 )
 
@@ -238,22 +239,22 @@ func (s *Spec) Check() error {
 				fmt.Sprintf("set Network to %q, or leave Proxy empty", NetworkProxy))
 		}
 	case NetworkProxy:
-		if s.Proxy == "" || !filepath.IsAbs(s.Proxy) {
+		if s.Proxy == "" || !path.IsAbs(s.Proxy) {
 			return Invalid(fmt.Sprintf("Network %q needs Proxy, the absolute path of the egress proxy's unix socket; got %q", NetworkProxy, s.Proxy),
 				"start an egress proxy on a unix socket and give its path as Proxy")
 		}
 	default:
 		return Invalid(fmt.Sprintf("Network %q is not supported", s.Network), fmt.Sprintf("use %q or %q", NetworkNone, NetworkProxy))
 	}
-	if s.Workspace != "" && !filepath.IsAbs(s.Workspace) {
+	if s.Workspace != "" && !path.IsAbs(s.Workspace) {
 		return Invalid(fmt.Sprintf("Workspace %q is not an absolute path", s.Workspace), "give the workspace's absolute host path")
 	}
-	if s.Dir != "" && !filepath.IsLocal(s.Dir) {
+	if s.Dir != "" && !IsLocal(s.Dir) {
 		return Invalid(fmt.Sprintf("Dir %q is not a relative path inside the workspace", s.Dir),
 			"give a path relative to the workspace, without .. or a leading /")
 	}
 	for _, p := range s.ReadOnlyPaths {
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
 			return Invalid(fmt.Sprintf("ReadOnlyPaths entry %q is not a clean absolute path below /", p),
 				"give clean absolute host paths such as /opt/tool")
 		}
@@ -392,3 +393,16 @@ var (
 	// here; the message names the layer and what would provide it.
 	ErrUnavailable = errors.New("sandbox: isolation unavailable")
 )
+
+// IsLocal is path/filepath.IsLocal on Linux: p is not empty, not
+// absolute, and does not climb out of its directory with "..". It is
+// written on package path, whose Clean is filepath's on Linux, because
+// filepath initializes late and the sandbox backends are on the path of
+// `airlock exec`'s fast start (cmd/airlock/internal/fastexec).
+func IsLocal(p string) bool {
+	if p == "" || path.IsAbs(p) {
+		return false
+	}
+	c := path.Clean(p)
+	return c != ".." && !strings.HasPrefix(c, "../")
+}

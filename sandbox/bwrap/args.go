@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -112,7 +111,7 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 		}
 	}
 	for _, p := range spec.ReadOnlyPaths {
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
 			return nil, sandbox.Invalid(fmt.Sprintf("ReadOnlyPaths entry %q is not a clean absolute path below /", p), "give clean absolute host paths such as /opt/tool")
 		}
 		if _, err := os.Stat(p); err != nil {
@@ -136,7 +135,7 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 	chdir := "/"
 	if spec.Workspace != "" {
 		ws := spec.Workspace
-		if !filepath.IsAbs(ws) {
+		if !path.IsAbs(ws) {
 			return nil, sandbox.Invalid(fmt.Sprintf("Workspace %q is not an absolute path", ws), "give the workspace's absolute host path")
 		}
 		if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
@@ -148,7 +147,7 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 		}
 		a = append(a, bind, ws, sandbox.WorkspaceMount)
 		for _, m := range sandbox.MaskedDirs {
-			fi, err := os.Lstat(filepath.Join(ws, m))
+			fi, err := os.Lstat(path.Join(ws, m))
 			switch {
 			case err == nil && !fi.IsDir() && fi.Mode()&os.ModeSymlink == 0:
 				return nil, sandbox.Invalid(fmt.Sprintf("the workspace's %s is not a directory, and airlock keeps its state there", m), "move that file out of the workspace")
@@ -164,12 +163,12 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 		}
 		if spec.WorkspaceWritable {
 			for _, p := range sandbox.ReadOnlyEntries(ws) {
-				a = append(a, "--ro-bind", filepath.Join(ws, p), path.Join(sandbox.WorkspaceMount, p))
+				a = append(a, "--ro-bind", path.Join(ws, p), path.Join(sandbox.WorkspaceMount, p))
 			}
 		}
 		chdir = sandbox.WorkspaceMount
 		if spec.Dir != "" {
-			if !filepath.IsLocal(spec.Dir) {
+			if !sandbox.IsLocal(spec.Dir) {
 				return nil, sandbox.Invalid(fmt.Sprintf("Dir %q is not a relative path inside the workspace", spec.Dir), "give a path relative to the workspace, without .. or a leading /")
 			}
 			root, err := os.OpenRoot(ws)
@@ -181,7 +180,7 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 			if err != nil || !fi.IsDir() {
 				return nil, sandbox.Invalid(fmt.Sprintf("Dir %q is not a directory in the workspace", spec.Dir), "create the directory first, or run from the workspace itself")
 			}
-			chdir = path.Join(sandbox.WorkspaceMount, filepath.ToSlash(spec.Dir))
+			chdir = path.Join(sandbox.WorkspaceMount, spec.Dir)
 		}
 	} else if spec.Dir != "" {
 		return nil, sandbox.Invalid(fmt.Sprintf("Dir %q is set but there is no Workspace", spec.Dir), "set Workspace, or leave Dir empty")

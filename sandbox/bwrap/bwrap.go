@@ -41,7 +41,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,7 +113,7 @@ func (s *Sandbox) binary() (string, error) {
 	if name == "" {
 		name = "bwrap"
 	}
-	p, err := exec.LookPath(name)
+	p, err := lookPath(name)
 	if err != nil {
 		return "", sandbox.Unavailable("", fmt.Sprintf("bubblewrap (%s) is not installed (%v)", name, err), "apt-get install bubblewrap, or run scripts/setup-sandbox.sh as root")
 	}
@@ -229,33 +228,33 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 
 	stdout := &sandbox.Capped{Max: r.lim.Output, OnOver: func() { r.end(sandbox.KilledOutput) }}
 	stderr := &sandbox.Capped{Max: r.lim.Output, OnOver: func() { r.end(sandbox.KilledOutput) }}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{} // bwrap's own environment; --clearenv sets the command's
-	cmd.Dir = "/"
-	cmd.Stdin = bytes.NewReader(spec.Stdin)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{infoW, blockR, secR}
 	// bwrap's own process group, so nothing sent to airlock's group (a
 	// terminal's ^C) reaches it, and airlock's death takes it along.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// Once everything in the sandbox is dead the pipes close; this only
-	// guards against a descriptor leaked to something outside.
-	cmd.WaitDelay = time.Second
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 
 	start := time.Now()
-	if err := startClean(cmd); err != nil {
+	var cmd *process
+	err = startClean(func() error {
+		var err error
+		cmd, err = startProcess(bin, append([]string{bin}, args...), procFiles{
+			stdin: spec.Stdin, stdout: stdout, stderr: stderr,
+			extra: []*os.File{infoW, blockR, secR},
+		}, sys)
+		return err
+	})
+	if err != nil {
 		infoW.Close()
 		return res, fmt.Errorf("bwrap: start %s: %w", bin, err)
 	}
 	infoW.Close()
 	r.mu.Lock()
-	r.kill = func() { cmd.Process.Kill() }
+	r.kill = func() { cmd.Kill() }
 	r.mu.Unlock()
 
 	child, pidfd, err := r.prepare(ctx, cmd, infoR)
 	if err != nil {
 		r.end(sandbox.KilledWall)
-		cmd.Wait()
+		cmd.wait()
 		if errors.Is(err, errNoChild) {
 			return res, setupFailed(stderr.Bytes())
 		}
@@ -277,7 +276,7 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 		if r.cg != nil {
 			r.cg.killAll()
 		}
-		cmd.Process.Kill()
+		cmd.Kill()
 	}
 	killedEarly := r.killed != sandbox.KilledNone
 	r.mu.Unlock()
@@ -292,13 +291,12 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 	defer stop()
 	if _, err := blockW.Write([]byte{0}); err != nil {
 		r.end(sandbox.KilledWall)
-		cmd.Wait()
+		cmd.wait()
 		return res, fmt.Errorf("bwrap: release the sandbox: %w", err)
 	}
-	waitErr := cmd.Wait()
+	st, waitErr := cmd.wait()
 	res.Duration = time.Since(start)
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+	if waitErr != nil {
 		return res, fmt.Errorf("bwrap: wait: %w", waitErr)
 	}
 	// If the byte is still in the pipe, the child died before it read it:
@@ -308,7 +306,6 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 		return res, setupFailed(stderr.Bytes())
 	}
 
-	st := cmd.ProcessState
 	ws, _ := st.Sys().(syscall.WaitStatus)
 	switch {
 	case ws.Signaled():
@@ -375,7 +372,7 @@ func setupFailed(stderr []byte) error {
 // cgroups and sets the child's rlimits, while the child still waits on
 // --block-fd. It returns the child's pid and a pidfd for it (-1 where the
 // kernel has no pidfd_open).
-func (r *run) prepare(ctx context.Context, cmd *exec.Cmd, info *os.File) (int, int, error) {
+func (r *run) prepare(ctx context.Context, cmd *process, info *os.File) (int, int, error) {
 	type childInfo struct {
 		Pid int `json:"child-pid"`
 	}
@@ -404,7 +401,7 @@ func (r *run) prepare(ctx context.Context, cmd *exec.Cmd, info *os.File) (int, i
 		pidfd = -1
 	}
 	if r.cg != nil {
-		for _, pid := range []int{cmd.Process.Pid, ci.Pid} {
+		for _, pid := range []int{cmd.Pid, ci.Pid} {
 			if err := r.cg.add(pid); err != nil {
 				closeFD(pidfd)
 				return 0, -1, fmt.Errorf("bwrap: put pid %d in the run's cgroup: %w", pid, err)
@@ -452,13 +449,13 @@ func setRlimits(pid int, lim sandbox.Limits) error {
 // reopen a descriptor to another Run's bwrap.
 var startMu sync.Mutex
 
-// startClean starts cmd so that it inherits only its standard streams and
-// ExtraFiles. Go opens every descriptor close-on-exec, but a process can
-// inherit descriptors without the flag (from its own parent, or from C
-// code), and os/exec passes those on to every child; bwrap closes none,
-// so the command would hold them. They are marked close-on-exec for the
-// start and given their flag back after it.
-func startClean(cmd *exec.Cmd) error {
+// startClean calls start so that the process it starts inherits only the
+// files it is handed. Go opens every descriptor close-on-exec, but a
+// process can inherit descriptors without the flag (from its own parent,
+// or from C code), and os.StartProcess passes those on to every child;
+// bwrap closes none, so the command would hold them. They are marked
+// close-on-exec for the start and given their flag back after it.
+func startClean(start func() error) error {
 	startMu.Lock()
 	defer startMu.Unlock()
 	var marked []int
@@ -484,7 +481,7 @@ func startClean(cmd *exec.Cmd) error {
 			}
 		}
 	}()
-	return cmd.Start()
+	return start()
 }
 
 func firstLine(b []byte) string {

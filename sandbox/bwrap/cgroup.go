@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -80,11 +80,11 @@ func newCgroup(cgroupRoot, parent string, memory int64, pids int) (*cgroup, erro
 		if err != nil {
 			return "", err
 		}
-		root := filepath.Join(cgroupRoot, controller)
-		if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
+		root := path.Join(cgroupRoot, controller)
+		if _, err := os.Stat(path.Join(root, "cgroup.procs")); err != nil {
 			return "", fmt.Errorf("the %s controller is not a cgroup v1 hierarchy at %s: %w", controller, root, err)
 		}
-		dir := filepath.Join(root, own, parent, name)
+		dir := path.Join(root, own, parent, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", err
 		}
@@ -109,7 +109,7 @@ func newCgroup(cgroupRoot, parent string, memory int64, pids int) (*cgroup, erro
 	// With swap accounting, memory plus swap gets the same bound, so the
 	// limit cannot be stretched by swapping. Without it there is no such
 	// file, and swap is not charged to the cgroup at all.
-	if _, err := os.Stat(filepath.Join(cg.mem, "memory.memsw.limit_in_bytes")); err == nil {
+	if _, err := os.Stat(path.Join(cg.mem, "memory.memsw.limit_in_bytes")); err == nil {
 		if err := write(cg.mem, "memory.memsw.limit_in_bytes", lim); err != nil {
 			cg.remove()
 			return nil, err
@@ -123,7 +123,7 @@ func newCgroup(cgroupRoot, parent string, memory int64, pids int) (*cgroup, erro
 }
 
 func write(dir, file, value string) error {
-	return os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644)
+	return os.WriteFile(path.Join(dir, file), []byte(value), 0o644)
 }
 
 // add moves pid into both cgroups.
@@ -142,12 +142,12 @@ func (cg *cgroup) add(pid int) error {
 // oomKills is how many processes the kernel's OOM killer ended in the
 // memory cgroup (the oom_kill line of memory.oom_control).
 func (cg *cgroup) oomKills() int64 {
-	return readKey(filepath.Join(cg.mem, "memory.oom_control"), "oom_kill")
+	return readKey(path.Join(cg.mem, "memory.oom_control"), "oom_kill")
 }
 
 // forkFailures is how many forks the pids limit refused (pids.events).
 func (cg *cgroup) forkFailures() int64 {
-	return readKey(filepath.Join(cg.pids, "pids.events"), "max")
+	return readKey(path.Join(cg.pids, "pids.events"), "max")
 }
 
 // cpuUsage is the user and system CPU time of the whole tree, from
@@ -156,8 +156,8 @@ func (cg *cgroup) cpuUsage() (user, sys time.Duration, ok bool) {
 	if cg.cpu == "" {
 		return 0, 0, false
 	}
-	u, err1 := readInt(filepath.Join(cg.cpu, "cpuacct.usage_user"))
-	s, err2 := readInt(filepath.Join(cg.cpu, "cpuacct.usage_sys"))
+	u, err1 := readInt(path.Join(cg.cpu, "cpuacct.usage_user"))
+	s, err2 := readInt(path.Join(cg.cpu, "cpuacct.usage_sys"))
 	if err1 != nil || err2 != nil {
 		return 0, 0, false
 	}
@@ -174,7 +174,7 @@ func readInt(path string) (int64, error) {
 
 // memPeak is the most memory the tree used at once, in bytes.
 func (cg *cgroup) memPeak() int64 {
-	n, _ := readInt(filepath.Join(cg.mem, "memory.max_usage_in_bytes"))
+	n, _ := readInt(path.Join(cg.mem, "memory.max_usage_in_bytes"))
 	return n
 }
 
@@ -202,7 +202,7 @@ func (cg *cgroup) killAll() {
 		if d == "" {
 			continue
 		}
-		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		b, _ := os.ReadFile(path.Join(d, "cgroup.procs"))
 		for _, f := range strings.Fields(string(b)) {
 			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
 				syscall.Kill(pid, syscall.SIGKILL)

@@ -1,17 +1,19 @@
 package native
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupSystem is where the memory and pids controllers live on this host,
@@ -35,16 +37,29 @@ func (h hierarchy) ok() bool { return h.mount != "" }
 // parent is the directory under which a run's cgroups are made: airlock's
 // own subtree of this process's cgroup, so that the limits of the cgroup
 // airlock itself runs in still bound every sandbox.
-func (h hierarchy) parent() string { return filepath.Join(h.mount, h.self, cgroupDirName) }
+func (h hierarchy) parent() string { return path.Join(h.mount, h.self, cgroupDirName) }
 
 // cgroupDirName names airlock's subtree in each hierarchy.
 const cgroupDirName = "airlock"
 
 // runNonce is this process's part of its run cgroups' names.
 var runNonce = func() string {
+	// getrandom(2) is crypto/rand's own source on Linux; package
+	// crypto/rand is not used for it, because its imports (math/big)
+	// initialize too late for `airlock exec`'s fast start. The nonce need
+	// only tell apart processes that reuse a PID, so should the call fail
+	// the clock stands in.
 	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	for {
+		n, err := unix.Getrandom(b[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n != len(b) {
+			binary.LittleEndian.PutUint32(b[:], uint32(time.Now().UnixNano()))
+		}
+		return hex.EncodeToString(b[:])
+	}
 }()
 
 // sweepStale removes the run cgroups in airlock's subtrees whose owner
@@ -67,7 +82,7 @@ func (cs *cgroupSystem) sweepStale() {
 				continue
 			}
 			if syscall.Kill(n, 0) == syscall.ESRCH {
-				os.Remove(filepath.Join(h.parent(), e.Name()))
+				os.Remove(path.Join(h.parent(), e.Name()))
 			}
 		}
 	}
@@ -85,8 +100,8 @@ func detectCgroups(root string) cgroupSystem {
 		case "cgroup2":
 			h := hierarchy{mount: m.point, self: self[""], v2: true}
 			cs.unified = h
-			cs.unifiedKill = exists(filepath.Join(m.point, self[""], "cgroup.kill"))
-			ctrl, _ := os.ReadFile(filepath.Join(m.point, self[""], "cgroup.controllers"))
+			cs.unifiedKill = exists(path.Join(m.point, self[""], "cgroup.kill"))
+			ctrl, _ := os.ReadFile(path.Join(m.point, self[""], "cgroup.controllers"))
 			for _, c := range strings.Fields(string(ctrl)) {
 				switch {
 				case c == "memory" && !cs.mem.ok():
@@ -119,7 +134,7 @@ type cgroupMount struct {
 // parseMountinfo lists the cgroup and cgroup2 mounts at or under root.
 // Lines it cannot read are skipped.
 func parseMountinfo(b []byte, root string) []cgroupMount {
-	root = filepath.Clean(root)
+	root = path.Clean(root)
 	var out []cgroupMount
 	for _, line := range strings.Split(string(b), "\n") {
 		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
@@ -185,7 +200,7 @@ func (cs *cgroupSystem) newRunCgroup(id string, memory int64, pids int, wantMem,
 		pidsErr = rc.makePids(cs.pids, id, pids)
 	}
 	if cs.unified.ok() && cs.unifiedKill {
-		dir := filepath.Join(cs.unified.parent(), id)
+		dir := path.Join(cs.unified.parent(), id)
 		if rc.mkdir(cs.unified.parent(), dir) == nil {
 			rc.kill = dir
 		}
@@ -229,7 +244,7 @@ func (rc *runCgroup) makeMem(h hierarchy, id string, memory int64) error {
 	if !h.ok() {
 		return errors.New("no memory cgroup controller is mounted")
 	}
-	dir := filepath.Join(h.parent(), id)
+	dir := path.Join(h.parent(), id)
 	if err := rc.mkdir(h.parent(), dir); err != nil {
 		return err
 	}
@@ -247,7 +262,7 @@ func (rc *runCgroup) makeMem(h hierarchy, id string, memory int64) error {
 	if err := write(dir, "memory.limit_in_bytes", v); err != nil {
 		return err
 	}
-	if exists(filepath.Join(dir, "memory.memsw.limit_in_bytes")) {
+	if exists(path.Join(dir, "memory.memsw.limit_in_bytes")) {
 		write(dir, "memory.memsw.limit_in_bytes", v)
 	}
 	return nil
@@ -257,7 +272,7 @@ func (rc *runCgroup) makePids(h hierarchy, id string, pids int) error {
 	if !h.ok() {
 		return errors.New("no pids cgroup controller is mounted")
 	}
-	dir := filepath.Join(h.parent(), id)
+	dir := path.Join(h.parent(), id)
 	if err := rc.mkdir(h.parent(), dir); err != nil {
 		return err
 	}
@@ -267,7 +282,7 @@ func (rc *runCgroup) makePids(h hierarchy, id string, pids int) error {
 }
 
 func write(dir, file, v string) error {
-	return os.WriteFile(filepath.Join(dir, file), []byte(v), 0)
+	return os.WriteFile(path.Join(dir, file), []byte(v), 0)
 }
 
 // add moves pid (the init, before it runs anything) into every cgroup.
@@ -296,7 +311,7 @@ func (rc *runCgroup) killAll() {
 		if d == "" {
 			continue
 		}
-		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		b, _ := os.ReadFile(path.Join(d, "cgroup.procs"))
 		for _, f := range strings.Fields(string(b)) {
 			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
 				syscall.Kill(pid, syscall.SIGKILL)
@@ -324,7 +339,7 @@ func (rc *runCgroup) stats() (oom, pidsMax bool, peak int64) {
 }
 
 func keyed(dir, file, key string) int64 {
-	b, _ := os.ReadFile(filepath.Join(dir, file))
+	b, _ := os.ReadFile(path.Join(dir, file))
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, key+" "); ok {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -335,7 +350,7 @@ func keyed(dir, file, key string) int64 {
 }
 
 func number(dir, file string) int64 {
-	b, _ := os.ReadFile(filepath.Join(dir, file))
+	b, _ := os.ReadFile(path.Join(dir, file))
 	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return n
 }
@@ -363,7 +378,7 @@ func (rc *runCgroup) remove() error {
 		}
 		// The shared parent goes with the last run; while others use it
 		// the kernel refuses, which is fine.
-		os.Remove(filepath.Dir(rc.made[i]))
+		os.Remove(path.Dir(rc.made[i]))
 	}
 	return errors.Join(errs...)
 }

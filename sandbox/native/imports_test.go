@@ -2,6 +2,7 @@ package native
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,33 @@ func TestImports(t *testing.T) {
 			if !ok {
 				t.Errorf("%s imports %s: keep the sandbox init's imports to the standard library, x/sys and go-landlock", pkg, dep)
 			}
+		}
+	}
+}
+
+// lateImports are standard packages that Go initializes late, because
+// their import paths sort after most of the CLI's dependencies (Go
+// initializes, at each step, the first package in import-path order
+// whose imports are done). `airlock exec`'s fast path runs in the init of
+// cmd/airlock/internal/fastexec, after every package it imports, this
+// one and bwrap included: one of these in its imports makes every
+// sandboxed command start later by milliseconds.
+var lateImports = []string{"net", "os/exec", "path/filepath", "crypto/rand", "math/big"}
+
+// TestFastExecImports keeps lateImports out of the fast path's imports.
+func TestFastExecImports(t *testing.T) {
+	const fastexec = "airlock.dev/airlock/cmd/airlock/internal/fastexec"
+	out, err := exec.Command("go", "list", "-deps", fastexec).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list (this test needs the go command): %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "airlock.dev/airlock/sandbox/native") {
+		t.Fatalf("%s no longer imports this package; move this test to where the fast path's imports are", fastexec)
+	}
+	for _, late := range lateImports {
+		if slices.Contains(deps, late) {
+			t.Errorf("%s imports %s (go list -deps %s): it initializes late and delays every `airlock exec`; use x/sys/unix, os.StartProcess or package path instead", fastexec, late, fastexec)
 		}
 	}
 }

@@ -2,7 +2,7 @@ package native
 
 import (
 	"os"
-	"path/filepath"
+	"path"
 	"syscall"
 )
 
@@ -22,16 +22,18 @@ const InitBinary = "airlock-sandbox-init"
 // Whether it was built from the same sources is checked at its first run
 // (see Options.Exe).
 func FindInit() string {
+	// On Linux os.Executable is the kernel's own path of the running
+	// file (/proc/self/exe), links already resolved, so there is nothing
+	// for path.EvalSymlinks to do (and filepath initializes too late
+	// for `airlock exec`'s fast start). Should the path have changed since
+	// (the binary moved, a link planted at its directory), ownedSafely
+	// finds no directory there, or not a safe one, and no init is used.
 	self, err := os.Executable()
 	if err != nil {
 		return ""
 	}
-	self, err = filepath.EvalSymlinks(self)
-	if err != nil {
-		return ""
-	}
-	dir := filepath.Dir(self)
-	p := filepath.Join(dir, InitBinary)
+	dir := path.Dir(self)
+	p := path.Join(dir, InitBinary)
 	if !ownedSafely(dir, true) || !ownedSafely(p, false) {
 		return ""
 	}

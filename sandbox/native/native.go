@@ -57,8 +57,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"path"
 	"runtime"
 	"strconv"
 	"strings"
@@ -305,7 +304,7 @@ func checkPaths(spec *sandbox.Spec) error {
 			return sandbox.Invalid(fmt.Sprintf("Workspace %q is not a directory on the host", ws), "create the workspace first")
 		}
 		for _, m := range sandbox.MaskedDirs {
-			p := filepath.Join(ws, m)
+			p := path.Join(ws, m)
 			st, err := os.Lstat(p)
 			switch {
 			case errors.Is(err, os.ErrNotExist) && spec.WorkspaceWritable:
@@ -426,15 +425,13 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 		extra = append(extra, relayChild) // nsinit.ProxyFD
 	}
 
-	cmd := &exec.Cmd{
-		Path:       exe,
-		Args:       []string{nsinit.Argv0},
-		Env:        []string{nsinit.EnvMarker + "=" + initMarker(exe), "GOMAXPROCS=1", "GOGC=off"},
-		Stdin:      stdinR,
-		Stdout:     outW,
-		Stderr:     errW,
-		ExtraFiles: extra,
-		SysProcAttr: &syscall.SysProcAttr{
+	// os.StartProcess, not os/exec, which imports path/filepath: both
+	// initialize too late for `airlock exec`'s fast start. The init's
+	// files are all *os.File, so os/exec would only have passed them on.
+	attr := &os.ProcAttr{
+		Env:   []string{nsinit.EnvMarker + "=" + initMarker(exe), "GOMAXPROCS=1", "GOGC=off"},
+		Files: append([]*os.File{stdinR, outW, errW}, extra...),
+		Sys: &syscall.SysProcAttr{
 			Cloneflags: s.cloneflags(),
 			Setsid:     true,
 			Pdeathsig:  syscall.SIGKILL,
@@ -442,22 +439,23 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 	}
 	uid, gid := os.Geteuid(), os.Getegid()
 	if uid == 0 {
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: InitHostUID, Size: 1}, {ContainerID: CommandUID, HostID: 0, Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: InitHostGID, Size: 1}, {ContainerID: CommandGID, HostID: gid, Size: 1}}
-		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+		attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: InitHostUID, Size: 1}, {ContainerID: CommandUID, HostID: 0, Size: 1}}
+		attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: InitHostGID, Size: 1}, {ContainerID: CommandGID, HostID: gid, Size: 1}}
+		attr.Sys.GidMappingsEnableSetgroups = true
 		// Become root of the namespace before the re-exec, so that the
 		// init starts with every capability there.
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+		attr.Sys.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
 	} else {
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+		attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+		attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
 	}
 	// Pdeathsig fires when the thread that started the child ends, not the
 	// process: keep this goroutine on its thread until the child is gone.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
+	proc, err := os.StartProcess(exe, []string{nsinit.Argv0}, attr)
+	if err != nil {
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) {
 			return sandbox.Result{}, sandbox.Unavailable(sandbox.LayerUserNS, fmt.Sprintf("cannot create the namespaces: %v", err),
 				"allow unprivileged user namespaces (sysctl user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns=0), or use the container backend")
@@ -476,19 +474,19 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 		rl, err = startRelay(relayCtl, spec.Proxy)
 		if err != nil {
 			rl.close()
-			cmd.Process.Kill()
+			proc.Kill()
 			rc.killAll()
-			cmd.Wait()
+			proc.Wait()
 			return sandbox.Result{}, err
 		}
 		// Whatever the outcome, the relay ends with the run.
 		defer rl.close()
 	}
-	killInit := func() { rc.killAll(); cmd.Process.Kill() }
+	killInit := func() { rc.killAll(); proc.Kill() }
 
-	if err := rc.add(cmd.Process.Pid); err != nil {
+	if err := rc.add(proc.Pid); err != nil {
 		killInit()
-		cmd.Wait()
+		proc.Wait()
 		return sandbox.Result{}, fmt.Errorf("sandbox: %w", err)
 	}
 	b, err := json.Marshal(cfg)
@@ -498,7 +496,7 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 	cfgW.Close()
 	if err != nil {
 		killInit()
-		cmd.Wait()
+		proc.Wait()
 		return sandbox.Result{}, fmt.Errorf("sandbox: sending the init its config: %w", err)
 	}
 
@@ -536,7 +534,13 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 		}
 	}()
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		st, err := proc.Wait()
+		if err == nil && !st.Success() {
+			err = errors.New(st.String()) // what os/exec's ExitError says
+		}
+		waited <- err
+	}()
 
 	timer := time.NewTimer(lim.Wall)
 	defer timer.Stop()

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -124,7 +124,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		ws = wd
 	}
-	ws, err := filepath.Abs(ws)
+	ws, err := absPath(ws)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
 		return ExitSandbox
@@ -306,4 +306,17 @@ func (f *envFlag) Set(s string) error {
 	}
 	*f = append(*f, s)
 	return nil
+}
+
+// absPath is path/filepath.Abs on Linux, on package path: filepath
+// initializes too late for the fast start (see package fastexec).
+func absPath(p string) (string, error) {
+	if path.IsAbs(p) {
+		return path.Clean(p), nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return path.Join(wd, p), nil
 }
