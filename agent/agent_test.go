@@ -364,9 +364,7 @@ func TestContextTrimmed(t *testing.T) {
 
 func TestDegradedPlannerEnds(t *testing.T) {
 	h := newHarness(t, "", 0)
-	failing := &agent.Scripted{Next: func(int, *model.Request) (agent.Step, bool) { return agent.Step{}, true }}
-	p := degraded{failing}
-	sum := run(t, h.agent(p, agent.Options{}), "anything")
+	sum := run(t, h.agent(degraded{}, agent.Options{}), "anything")
 	wantReason(t, sum, agent.ReasonDegraded)
 	if sum.Answer != model.DefaultDegradedText {
 		t.Errorf("answer = %q, want the safe default", sum.Answer)
@@ -374,7 +372,7 @@ func TestDegradedPlannerEnds(t *testing.T) {
 }
 
 // degraded answers as a chain whose models all failed.
-type degraded struct{ model.Client }
+type degraded struct{}
 
 func (degraded) Complete(context.Context, *model.Request) (*model.Response, error) {
 	return &model.Response{Text: model.DefaultDegradedText, StopReason: model.StopDegraded,

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 
 	"airlock.dev/airlock/agent"
@@ -39,8 +38,6 @@ type harness struct {
 	db   *sqlite.DB
 	gate *gate.Gate
 	log  *audit.Log
-	mu   sync.Mutex
-	evs  []agent.Event
 }
 
 // newHarness builds a harness; fetchPort, when not zero, is a loopback
@@ -119,26 +116,11 @@ func (h *harness) agent(planner model.Client, o agent.Options) *agent.Agent {
 	if o.Mode == "" {
 		o.Mode = "auto"
 	}
-	on := o.OnEvent
-	o.OnEvent = func(e agent.Event) {
-		h.mu.Lock()
-		h.evs = append(h.evs, e)
-		h.mu.Unlock()
-		if on != nil {
-			on(e)
-		}
-	}
 	a, err := agent.New(&o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return a
-}
-
-func (h *harness) events() []agent.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]agent.Event(nil), h.evs...)
 }
 
 // pageServer serves body as text/plain on loopback and returns the URL

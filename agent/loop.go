@@ -582,7 +582,13 @@ func (a *Agent) complete(ctx context.Context, st *state, c model.Client, req *mo
 func (a *Agent) account(ctx context.Context, st *state, resp *model.Response) {
 	used := resp.Usage.InputTokens + resp.Usage.OutputTokens
 	st.Tokens += used
-	st.Cost += a.cost(resp)
+	// Saturating: an unbounded run that priced an overflow keeps the
+	// largest cost rather than wrapping to a negative one.
+	if c := a.cost(resp); st.Cost > math.MaxInt64-c {
+		st.Cost = math.MaxInt64
+	} else {
+		st.Cost += c
+	}
 	st.Attempts += resp.Badge.Attempts
 	st.Fallbacks += len(resp.Badge.Fallbacks)
 	if resp.Badge.Model != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"airlock.dev/airlock/model"
 	"airlock.dev/airlock/schema"
@@ -37,7 +38,10 @@ type planningTool struct {
 	schema *schema.Schema
 }
 
-var planning = func() map[string]planningTool {
+// planning holds the planning tools with their compiled schemas, built at
+// the first agent's start rather than at every start of a program that
+// links this package (the CLI links it for every command).
+var planning = sync.OnceValue(func() map[string]planningTool {
 	defs := []model.ToolDef{
 		{Name: ToolFinish, Description: "End the run with your answer to the user: what was done, or why it cannot be done.",
 			Schema: json.RawMessage(fmt.Sprintf(`{"type":"object","additionalProperties":false,"required":["answer"],"properties":{"answer":{"type":"string","minLength":1,"maxLength":%d}}}`, MaxAnswerBytes))},
@@ -57,12 +61,12 @@ var planning = func() map[string]planningTool {
 		out[d.Name] = planningTool{def: d, schema: s}
 	}
 	return out
-}()
+})
 
 func planningDefs() []model.ToolDef {
 	var out []model.ToolDef
 	for _, name := range []string{ToolFinish, ToolTodo, ToolScratchpad, ToolAskUser} {
-		out = append(out, planning[name].def)
+		out = append(out, planning()[name].def)
 	}
 	return out
 }
@@ -90,7 +94,7 @@ func todoText(items []todoItem) string {
 
 // planning runs one planning tool.
 func (a *Agent) planning(ctx context.Context, st *state, tc model.ToolCall) (toolOutput, *ending) {
-	p := planning[tc.Name]
+	p := planning()[tc.Name]
 	if terr := p.schema.Validate(tc.Args); terr != nil {
 		st.Denials++
 		return errorOutput(terr), nil
