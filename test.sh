@@ -6,6 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# airlock is built static, as it is installed (README, Install): every
+# build and test binary here too.
+export CGO_ENABLED=0
+
 FUZZTIME=${FUZZTIME:-10s}
 # No minimizing here: the fuzzer's minimizing of a new input can run past
 # -fuzztime (seen with it bounded to 3s on targets whose every run talks

@@ -4,8 +4,9 @@
 // initializers that sorts before the init's runs first; this binary links
 // only the sandbox, so the init starts in a fraction of that time.
 //
-// Install it next to airlock (go install ./cmd/..., or go build -o DIR/
-// ./cmd/airlock ./cmd/airlock-sandbox-init): airlock runs it when it
+// Install it next to airlock (CGO_ENABLED=0 go install ./cmd/..., or
+// CGO_ENABLED=0 go build -o DIR/ ./cmd/airlock ./cmd/airlock-sandbox-init;
+// static, it also starts faster): airlock runs it when it
 // finds it there, owned by root or airlock's user and writable by no one
 // else (native.FindInit), and was built from the same sandbox sources
 // (checked at its first run); otherwise airlock re-executes itself, as

@@ -6,9 +6,13 @@
 // `airlock exec`). It prints the median and the 99th percentile of each,
 // and how native compares with bwrap.
 //
-//	go run ./sandbox/sandboxbench -runs 200
-//	go test ./sandbox/sandboxbench -run TestSpawnTable -v   # the same table, 200 runs
-//	AIRLOCK_BENCH_EXEC='/path/to/airlock exec -- true' go run ./sandbox/sandboxbench
+//	CGO_ENABLED=0 go run ./sandbox/sandboxbench -runs 200
+//	CGO_ENABLED=0 go test ./sandbox/sandboxbench -run TestSpawnTable -v   # the same table, 200 runs
+//	AIRLOCK_BENCH_EXEC='/path/to/airlock exec -- true' CGO_ENABLED=0 go run ./sandbox/sandboxbench
+//
+// Static, as airlock is installed (README, Install): built with cgo, the
+// native candidate, whose init is this binary or one beside it, starts
+// more slowly.
 //
 // AIRLOCK_BENCH_EXEC is split on ";" into commands, each split on spaces
 // (no shell, no quoting) and run as a candidate of its own for each
