@@ -8,44 +8,25 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"golang.org/x/sys/unix"
+
+	"airlock.dev/airlock/sandbox/internal/seccomp"
 )
 
 // The container's seccomp profile, in the engines' JSON format. Podman's
 // and Docker's default profiles allow ptrace (on kernels since 4.8) and
 // leave socket families open; a command here needs neither, so the
-// backend gives its own profile. It is a deny list that agrees with the
-// bwrap backend's filter (sandbox/bwrap/seccomp.go; the two lists should
-// be kept alike): EPERM for calls that reach the kernel's attack surface
-// or would undo the sandbox, EAFNOSUPPORT for any socket but AF_UNIX,
-// EPERM for clone with a namespace flag, ENOSYS for clone3 (whose flags a
-// filter cannot read; the C library then falls back to clone).
-
-var deniedSyscalls = []string{
-	"mount", "umount", "umount2", "pivot_root", "chroot",
-	"move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-	"unshare", "setns",
-	"swapon", "swapoff", "reboot", "kexec_load", "kexec_file_load",
-	"init_module", "finit_module", "delete_module",
-	"acct", "quotactl", "syslog",
-	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
-	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
-	"keyctl", "add_key", "request_key",
-	"bpf", "perf_event_open", "userfaultfd", "fanotify_init",
-	"open_by_handle_at", "name_to_handle_at", "lookup_dcookie",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"iopl", "ioperm", "uselib", "vhangup",
-}
+// backend gives its own profile, written from the sandbox's one deny list
+// (package seccomp, which the native and bwrap filters are built from):
+// EPERM for its calls, for any socket but AF_UNIX and for clone with a
+// namespace flag, ENOSYS for clone3 (whose flags a filter cannot read; the
+// C library then falls back to clone).
 
 // Namespace flags of clone(2), as the profile tests them one by one.
 var cloneNamespaceFlags = []uint64{
-	0x00020000, // CLONE_NEWNS
-	0x02000000, // CLONE_NEWCGROUP
-	0x04000000, // CLONE_NEWUTS
-	0x08000000, // CLONE_NEWIPC
-	0x10000000, // CLONE_NEWUSER
-	0x20000000, // CLONE_NEWPID
-	0x40000000, // CLONE_NEWNET
-	0x00000080, // CLONE_NEWTIME
+	unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC,
+	unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWTIME,
 }
 
 type seccompArg struct {
@@ -68,13 +49,6 @@ type seccompProfile struct {
 	Syscalls      []seccompRule `json:"syscalls"`
 }
 
-const (
-	errnoEPERM        = 1
-	errnoENOSYS       = 38
-	errnoEAFNOSUPPORT = 97
-	afUnix            = 1
-)
-
 // seccompJSON is the profile, the same bytes every time.
 func seccompJSON() []byte {
 	arches := []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}
@@ -85,14 +59,14 @@ func seccompJSON() []byte {
 		DefaultAction: "SCMP_ACT_ALLOW",
 		Architectures: arches,
 		Syscalls: []seccompRule{
-			{Names: deniedSyscalls, Action: "SCMP_ACT_ERRNO", ErrnoRet: errnoEPERM},
-			{Names: []string{"clone3"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: errnoENOSYS},
-			{Names: []string{"socket"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: errnoEAFNOSUPPORT,
-				Args: []seccompArg{{Index: 0, Value: afUnix, Op: "SCMP_CMP_NE"}}},
+			{Names: seccomp.Names(), Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.EPERM)},
+			{Names: []string{"clone3"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.ENOSYS)},
+			{Names: []string{"socket"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.EPERM),
+				Args: []seccompArg{{Index: 0, Value: unix.AF_UNIX, Op: "SCMP_CMP_NE"}}},
 		},
 	}
 	for _, f := range cloneNamespaceFlags {
-		p.Syscalls = append(p.Syscalls, seccompRule{Names: []string{"clone"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: errnoEPERM,
+		p.Syscalls = append(p.Syscalls, seccompRule{Names: []string{"clone"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.EPERM),
 			Args: []seccompArg{{Index: 0, Value: f, ValueTwo: f, Op: "SCMP_CMP_MASKED_EQ"}}})
 	}
 	b, _ := json.Marshal(p) // plain structs: cannot fail
