@@ -63,45 +63,50 @@ func TestSuiteInitBinary(t *testing.T) {
 
 // TestStaleInitFallsBack builds the init from a copy of the sources that
 // differs by one comment, as an init left over from another build would,
-// and checks that it builds nothing and that the run, and every run
-// after it, uses this binary's own init instead.
+// once in the init's package and once in the seccomp filter it installs,
+// and checks that it builds nothing and that the run, and every run after
+// it, uses this binary's own init instead.
 func TestStaleInitFallsBack(t *testing.T) {
-	root := moduleRoot(t)
-	stale := t.TempDir()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		copyFile(t, filepath.Join(root, f), filepath.Join(stale, f))
-	}
-	for _, d := range []string{"sandbox", "cmd/airlock-sandbox-init"} {
-		cmd := exec.Command("cp", "-r", filepath.Join(root, d), filepath.Join(stale, filepath.Dir(d))+"/")
-		os.MkdirAll(filepath.Join(stale, filepath.Dir(d)), 0o755)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("copying %s: %v\n%s", d, err, out)
-		}
-	}
-	f := filepath.Join(stale, "sandbox/native/internal/nsinit/nsinit.go")
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f, append(b, "\n// An older build.\n"...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := buildInit(t, stale)
+	for _, changed := range []string{"sandbox/native/internal/nsinit/nsinit.go", "sandbox/internal/seccomp/seccomp.go"} {
+		t.Run(filepath.Base(filepath.Dir(changed)), func(t *testing.T) {
+			root := moduleRoot(t)
+			stale := t.TempDir()
+			for _, f := range []string{"go.mod", "go.sum"} {
+				copyFile(t, filepath.Join(root, f), filepath.Join(stale, f))
+			}
+			for _, d := range []string{"sandbox", "cmd/airlock-sandbox-init"} {
+				cmd := exec.Command("cp", "-r", filepath.Join(root, d), filepath.Join(stale, filepath.Dir(d))+"/")
+				os.MkdirAll(filepath.Join(stale, filepath.Dir(d)), 0o755)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("copying %s: %v\n%s", d, err, out)
+				}
+			}
+			f := filepath.Join(stale, changed)
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, append(b, "\n// An older build.\n"...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bin := buildInit(t, stale)
 
-	sb := newNative(t, &Options{Exe: bin})
-	ws := t.TempDir()
-	os.Chmod(ws, 0o755)
-	for i := range 2 {
-		r, err := sb.Run(context.Background(), sandbox.Spec{Argv: []string{"cat", "/proc/self/status"}, Workspace: ws})
-		if err != nil || r.ExitCode != 0 {
-			t.Fatalf("run %d: %v, exit %d: %s", i, err, r.ExitCode, r.Stderr)
-		}
-		if !strings.Contains(string(r.Stdout), "Seccomp:\t2") {
-			t.Errorf("run %d: the command is not under a seccomp filter:\n%s", i, r.Stdout)
-		}
-		if got := sb.Exe(); got != selfExe {
-			t.Errorf("run %d: the init is %q, want %s after the stale one", i, got, selfExe)
-		}
+			sb := newNative(t, &Options{Exe: bin})
+			ws := t.TempDir()
+			os.Chmod(ws, 0o755)
+			for i := range 2 {
+				r, err := sb.Run(context.Background(), sandbox.Spec{Argv: []string{"cat", "/proc/self/status"}, Workspace: ws})
+				if err != nil || r.ExitCode != 0 {
+					t.Fatalf("run %d: %v, exit %d: %s", i, err, r.ExitCode, r.Stderr)
+				}
+				if !strings.Contains(string(r.Stdout), "Seccomp:\t2") {
+					t.Errorf("run %d: the command is not under a seccomp filter:\n%s", i, r.Stdout)
+				}
+				if got := sb.Exe(); got != selfExe {
+					t.Errorf("run %d: the init is %q, want %s after the stale one", i, got, selfExe)
+				}
+			}
+		})
 	}
 }
 

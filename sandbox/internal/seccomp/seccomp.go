@@ -17,11 +17,19 @@
 package seccomp
 
 import (
+	"embed"
 	"encoding/binary"
 	"fmt"
 
 	"golang.org/x/sys/unix"
 )
+
+// Sources are this package's files as the binary was built from, for the
+// native init's build fingerprint: an init binary built with another
+// filter than its parent's must be told apart.
+//
+//go:embed *.go
+var Sources embed.FS
 
 // Syscall is one refused system call.
 type Syscall struct {

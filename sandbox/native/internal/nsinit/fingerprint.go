@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+
+	"airlock.dev/airlock/sandbox/internal/seccomp"
 )
 
 // The init may be a binary of its own (package native's Options.Exe, the
@@ -14,8 +16,8 @@ import (
 // would apply that build's mounts, Landlock rules and seccomp filter to
 // the parent's Config. The parent therefore sets EnvMarker to its own
 // Fingerprint, a hash of the code that makes up the init (this package's
-// sources as compiled in, and the Go release), and an
-// init whose own Fingerprint differs refuses to build anything: it
+// sources and the seccomp filter's, as compiled in, and the Go release),
+// and an init whose own Fingerprint differs refuses to build anything: it
 // reports StageStale and exits, and the parent runs its own binary as the
 // init instead. The modules the init uses (x/sys, go-landlock) are not
 // part of it: a test binary carries no list of them to hash, and a change
@@ -31,30 +33,34 @@ var sources embed.FS
 const fingerprintChunk = 4096
 
 // Fingerprint identifies the code of the init compiled into this binary:
-// two binaries with the same Fingerprint run the same init.
+// two binaries with the same Fingerprint run the same init. It covers this
+// package and the seccomp filter it installs (package seccomp).
 var Fingerprint = sync.OnceValue(func() string {
 	h := fnvOffset
-	// The files are compiled in: reading them cannot fail.
-	ents, _ := sources.ReadDir(".")
 	// One buffer, a multiple of eight bytes, read into: ReadFile would
 	// copy each file onto fresh heap pages, which costs more than the
 	// hashing.
 	var buf [fingerprintChunk]byte
-	for _, e := range ents {
-		h = h.add([]byte(e.Name())).add([]byte{0})
-		f, err := sources.Open(e.Name())
-		if err != nil {
-			continue
-		}
-		for {
-			n, err := io.ReadFull(f, buf[:])
-			h = h.add(buf[:n])
+	for _, fsys := range []embed.FS{sources, seccomp.Sources} {
+		h = h.add([]byte{1}) // where one package's files end
+		// The files are compiled in: reading them cannot fail.
+		ents, _ := fsys.ReadDir(".")
+		for _, e := range ents {
+			h = h.add([]byte(e.Name())).add([]byte{0})
+			f, err := fsys.Open(e.Name())
 			if err != nil {
-				break
+				continue
 			}
+			for {
+				n, err := io.ReadFull(f, buf[:])
+				h = h.add(buf[:n])
+				if err != nil {
+					break
+				}
+			}
+			f.Close()
+			h = h.add([]byte{0})
 		}
-		f.Close()
-		h = h.add([]byte{0})
 	}
 	h = h.add([]byte(runtime.Version()))
 	return strconv.FormatUint(uint64(h), 16)
