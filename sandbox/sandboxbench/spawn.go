@@ -16,7 +16,8 @@
 //
 // AIRLOCK_BENCH_EXEC is split on ";" into commands, each split on spaces
 // (no shell, no quoting) and run as a candidate of its own for each
-// sample. The runs are interleaved, one of each candidate in turn, so that
+// sample. The runs are interleaved, one of each candidate per round in a
+// random order (see Measure), so that
 // a load on the machine weighs on all of them alike.
 //
 // The native backend's per-layer costs are not in the table: it has no
@@ -34,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -163,24 +165,32 @@ func Candidates(workspace string) ([]Candidate, error) {
 	if nb, err := native.New(nil); err != nil {
 		errs = append(errs, fmt.Errorf("native: %w", err))
 	} else {
-		cs = append(cs, Candidate{NameNative, backendRun(nb, workspace)})
+		cs = append(cs, Candidate{Name: NameNative, Run: backendRun(nb, workspace)})
 	}
 	cs = append(cs,
-		Candidate{NameBwrap, backendRun(bwrap.New(nil), workspace)},
-		Candidate{NameContainer, backendRun(container.New(nil), workspace)},
-		Candidate{NameBwrapCmd, commandRun(BwrapCommand())},
+		Candidate{Name: NameBwrap, Run: backendRun(bwrap.New(nil), workspace)},
+		Candidate{Name: NameContainer, Run: backendRun(container.New(nil), workspace)},
+		Candidate{Name: NameBwrapCmd, Run: commandRun(BwrapCommand())},
 	)
 	for _, c := range strings.Split(os.Getenv(ExecEnv), ExecSep) {
 		if v := strings.Fields(c); len(v) > 0 {
-			cs = append(cs, Candidate{NameExec + ": " + strings.Join(v, " "), commandRun(v)})
+			cs = append(cs, Candidate{Name: NameExec + ": " + strings.Join(v, " "), Run: commandRun(v)})
 		}
 	}
 	return cs, errors.Join(errs...)
 }
 
 // Measure gives each candidate one unmeasured warm-up run, then runs
-// them in turn, runs times each, and returns their Stats in order. The
-// first failure ends it.
+// them runs times each, one of each per round, and returns their Stats
+// in order. Each round runs them in a new random order (the same every
+// time Measure runs): a sandbox's teardown goes on in part after its run
+// has returned (the kernel frees a network namespace from a work queue,
+// the container engine cleans up), and in a fixed order the candidate
+// after it paid for that every time. In a fixed order, the `airlock exec`
+// right after bare bwrap took 21.3 ms where the same binary, one and two
+// places later, took 12.2 and 12.1 ms (2026-12-01); waiting between runs
+// instead let the machine cool, and everything took longer. The first
+// failure ends it.
 func Measure(ctx context.Context, cs []Candidate, runs int) ([]Stats, error) {
 	one := func(c Candidate) (time.Duration, error) {
 		ctx, cancel := context.WithTimeout(ctx, RunTimeout)
@@ -195,11 +205,17 @@ func Measure(ctx context.Context, cs []Candidate, runs int) ([]Stats, error) {
 		}
 	}
 	samples := make([][]time.Duration, len(cs))
+	order := make([]int, len(cs))
+	for i := range order {
+		order[i] = i
+	}
+	shuffle := rand.New(rand.NewPCG(1, 2))
 	for range runs {
-		for i, c := range cs {
-			d, err := one(c)
+		shuffle.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, i := range order {
+			d, err := one(cs[i])
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", c.Name, err)
+				return nil, fmt.Errorf("%s: %w", cs[i].Name, err)
 			}
 			samples[i] = append(samples[i], d)
 		}
