@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -12,11 +13,16 @@ type EnvFinding struct {
 	Kind string `json:"kind"`
 }
 
-// secretNameParts mark a variable name as holding a credential.
+// secretNameParts mark a variable name as holding a credential wherever
+// they stand in it (GITHUB_TOKEN, DBPASSWORD).
 var secretNameParts = []string{
-	"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "API_KEY", "APIKEY", "PRIVATE_KEY",
-	"ACCESS_KEY", "CREDENTIAL", "_PAT", "_KEY", "COOKIE", "DSN", "DATABASE_URL",
+	"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY", "CREDENTIAL", "COOKIE", "DATABASE_URL",
 }
+
+// secretNameWords mark it only as a whole word between underscores,
+// dashes or dots (GITHUB_PAT, SIGNING_KEY, SENTRY_DSN): as parts they
+// would match LD_LIBRARY_PATH, XKB_KEYMAP and the like.
+var secretNameWords = []string{"PAT", "KEY", "DSN"}
 
 // notSecretNames are variables whose names match secretNameParts but that
 // hold no credential.
@@ -69,6 +75,11 @@ func secretName(name string) bool {
 	}
 	for _, p := range secretNameParts {
 		if strings.Contains(n, p) {
+			return true
+		}
+	}
+	for w := range strings.FieldsFuncSeq(n, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		if slices.Contains(secretNameWords, w) {
 			return true
 		}
 	}

@@ -315,12 +315,26 @@ func TestScanEnv(t *testing.T) {
 		"EDITOR=vim",
 		"CONTACT=jane.doe@acme-corp.io",
 		"BROKEN",
+		// Secret words only as whole words: none of these is one.
+		"LD_LIBRARY_PATH=/usr/local/lib",
+		"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=/etc/ssl/roots.pem",
+		"XKB_KEYMAP=us",
+		"KEYTIMEOUT=1",
+		// ... and these are.
+		"GITLAB_PAT=x7Hq2Lm9Zp4Rt8Vw",
+		"signing.key=k3Jd8sLq0ZxV",
+		"SENTRY_DSN=sentry-dsn-value-1",
+		"DBPASSWORD=n0tTh3Default",
 	}
 	got := r.ScanEnv(env)
 	want := []redact.EnvFinding{
 		{Name: "GITHUB_TOKEN", Kind: "github-token"},
 		{Name: "DB_PASSWORD", Kind: "secret-name"},
 		{Name: "MY_CUSTOM_VAR", Kind: "url-credential"},
+		{Name: "GITLAB_PAT", Kind: "secret-name"},
+		{Name: "signing.key", Kind: "secret-name"},
+		{Name: "SENTRY_DSN", Kind: "secret-name"},
+		{Name: "DBPASSWORD", Kind: "secret-name"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
