@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -248,6 +249,11 @@ func (x *cmd) checkPath(a arg, destroy bool) {
 	if destroy {
 		verb = "delete or change"
 	}
+	if pl == inside && repoFiles(a) {
+		x.add(Ask, "ask:repository-files",
+			fmt.Sprintf("%s would %s %s, a repository's own files: git runs their hooks and config on the host when a person next uses git there", x.name, verb, shown),
+			"Leave .git alone (the sandbox keeps an existing one read-only); ask the user to make the change")
+	}
 	switch pl {
 	case outside:
 		hint := "Write only inside the workspace (" + x.c.ws + ") or /tmp"
@@ -267,6 +273,21 @@ func (x *cmd) checkPath(a arg, destroy bool) {
 				"Name the paths literally, inside the workspace")
 		}
 	}
+}
+
+// repoFiles reports whether the path a names is, or is beneath, a .git
+// entry at any depth: a repository's own files, which a command may not
+// make or change even inside the workspace (a .git it creates where none
+// was, with a core.fsmonitor in its config, would run on the host at the
+// next git status there). checkPath asks it only of a path known to be
+// inside; a glob is not expanded: it matches only entries that exist, and
+// the sandbox keeps an existing .git read-only, while one that matches
+// nothing stays as written, never .git.
+func repoFiles(a arg) bool {
+	if a.braces {
+		return slices.ContainsFunc(a.alts, repoFiles)
+	}
+	return slices.Contains(strings.Split(path.Clean(a.path), "/"), ".git")
 }
 
 func (x *cmd) checkPaths(idx []int, destroy bool) {

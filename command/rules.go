@@ -33,6 +33,8 @@ import (
 //	ask:package-install  apt, pip install, npm install, go install, cargo install, gem install, brew, npx, ...
 //	ask:publish          git push, npm publish, cargo publish, twine upload, gh release, docker push
 //	ask:dynamic-path     a write to a path only known at run time
+//	ask:repository-files a write to a .git entry at any depth (mkdir sub/.git, > .git/config), git init,
+//	                     git config that sets: git runs a repository's hooks and config on the host
 //	ask:environment      an assignment to PATH, HOME, CDPATH, NODE_OPTIONS, PYTHONPATH and the like
 //	ask:unknown          any command the rules do not know, scripts run from files, inline code (python -c)
 //

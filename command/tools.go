@@ -89,7 +89,11 @@ func (x *cmd) git() {
 		if v, ok := rest.value("--output"); ok {
 			x.checkPath(v, writes)
 		}
-	case "add", "commit", "checkout", "switch", "restore", "stash", "init", "mv", "rm", "merge", "rebase", "reset",
+	case "init":
+		x.set(Ask, "ask:repository-files", "git init makes a repository, whose hooks and config git runs on the host when a person next uses it there",
+			"Ask the user to create the repository")
+		return
+	case "add", "commit", "checkout", "switch", "restore", "stash", "mv", "rm", "merge", "rebase", "reset",
 		"cherry-pick", "revert", "tag", "clean", "apply", "am", "format-patch", "notes", "bisect", "worktree", "gc", "mergetool":
 		x.set(Allow, "allow:build", "", "")
 		if sub == "bisect" && len(rest.operands) > 0 && x.args[rest.operands[0]].lit == "run" {
@@ -103,7 +107,12 @@ func (x *cmd) git() {
 				"Change only the repository's own configuration, or ask the user")
 			return
 		}
-		x.set(Allow, "allow:build", "", "")
+		if gitConfigReads(x.args, rest) {
+			x.set(Allow, "allow:inspect", "", "")
+			return
+		}
+		x.set(Ask, "ask:repository-files", "git config changes the repository's configuration, which can make git run other commands on the host",
+			"Ask the user to change the configuration")
 		x.gitDir(p)
 	case "remote":
 		if len(rest.operands) == 0 {
@@ -122,6 +131,24 @@ func (x *cmd) git() {
 	default:
 		x.set(Ask, "ask:unknown", "git "+sub+" is a git command the policy does not know", "Ask the user to approve it")
 	}
+}
+
+// gitConfigReads reports whether git config only reads: --get and its
+// kin, --list, the get and list subcommands, or one key alone.
+func gitConfigReads(args []arg, rest parsed) bool {
+	if rest.has('l', "--list", "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool") {
+		return true
+	}
+	if rest.has('e', "--edit", "--unset", "--unset-all", "--add", "--replace-all", "--rename-section", "--remove-section") {
+		return false
+	}
+	switch {
+	case len(rest.operands) == 0:
+		return false // nothing to read: git prints its usage, or it is a form this check does not know
+	case args[rest.operands[0]].lit == "get" || args[rest.operands[0]].lit == "list":
+		return true
+	}
+	return len(rest.operands) == 1 && args[rest.operands[0]].exact()
 }
 
 // gitDir checks that a git command that changes a repository changes one
