@@ -223,6 +223,7 @@ func (p *parser) primary() {
 		if p.err != nil {
 			return
 		}
+		p.lastOp, p.lastPos = tokLParen, open // "(" at the end has no number after it
 		p.next()
 		if p.err != nil {
 			return

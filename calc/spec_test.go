@@ -803,6 +803,9 @@ func TestSpecModelMistakes(t *testing.T) {
 		// Dangling operator: the operator or the end of input.
 		{"1+", "1+", nil, calc.CodeInvalidSyntax, "", at(1, 2)},
 		{"1*", "1*", nil, calc.CodeInvalidSyntax, "", at(1, 2)},
+		{"(", "(", nil, calc.CodeInvalidSyntax, "after '('", at(0, 1)},
+		{"1+(", "1+(", nil, calc.CodeInvalidSyntax, "after '('", at(2, 3)},
+		{"((", "((", nil, calc.CodeInvalidSyntax, "after '('", at(1, 2)},
 		{"*3", "*3", nil, calc.CodeInvalidSyntax, "", at(0)},
 		{"/3", "/3", nil, calc.CodeInvalidSyntax, "", at(0)},
 		{"1 + * 2", "1 + * 2", nil, calc.CodeInvalidSyntax, "", at(4)},
