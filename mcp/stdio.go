@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,13 @@ import (
 // around them. A longer line is read to its end, discarded and answered
 // with an invalid-request error naming this limit.
 const DefaultMaxMessageBytes = schema.DefaultMaxArgBytes + 64<<10
+
+// StdioDrainTimeout bounds how long the stdio door goes on answering the
+// requests it has read once the client has closed its input: a client
+// that writes its requests and closes stdin (a script, a pipe) still gets
+// every answer, and one that never gets an answer does not hold the
+// process for longer than this.
+const StdioDrainTimeout = time.Minute
 
 // readBufferBytes is the stdio read buffer; lines longer than it are
 // gathered chunk by chunk, up to MaxMessageBytes.
@@ -63,6 +71,8 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 		msgs:     make(chan jsonrpc.Message),
 		eof:      make(chan struct{}),
 		done:     make(chan struct{}),
+		pending:  map[jsonrpc.ID]int{},
+		answered: make(chan struct{}, 1),
 	}
 	go c.readLoop()
 	return c, nil
@@ -85,6 +95,12 @@ type stdioConn struct {
 	eof     chan struct{}        // closed when readLoop has ended
 	readErr error                // why readLoop ended; set before eof is closed
 
+	// pending counts, by id, the requests handed to Read and not yet
+	// answered through Write; answered is signalled at each answer.
+	pmu      sync.Mutex
+	pending  map[jsonrpc.ID]int
+	answered chan struct{} // one pending signal
+
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
 }
@@ -92,12 +108,14 @@ type stdioConn struct {
 func (c *stdioConn) SessionID() string { return c.id }
 
 // Read returns the next message. It returns io.EOF once the input has
-// ended or the connection is closed.
+// ended and every request read has been answered (for at most
+// StdioDrainTimeout), or once the connection is closed.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case m := <-c.msgs:
 		return m, nil
 	case <-c.eof:
+		c.drain(ctx)
 		if c.readErr == nil {
 			return nil, io.EOF
 		}
@@ -120,7 +138,51 @@ func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcp: encoding a message: %w", err)
 	}
-	return c.writeLine(data)
+	err = c.writeLine(data)
+	if r, ok := m.(*jsonrpc.Response); ok {
+		c.pmu.Lock()
+		if n := c.pending[r.ID]; n > 1 {
+			c.pending[r.ID] = n - 1
+		} else {
+			delete(c.pending, r.ID)
+		}
+		c.pmu.Unlock()
+		signal(c.answered)
+	}
+	return err
+}
+
+// drain waits, after the input has ended, until every request read has
+// been answered, for at most StdioDrainTimeout.
+func (c *stdioConn) drain(ctx context.Context) {
+	deadline := time.NewTimer(StdioDrainTimeout)
+	defer deadline.Stop()
+	for {
+		c.pmu.Lock()
+		n := len(c.pending)
+		c.pmu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-deadline.C:
+			c.log.Warn("mcp: the input ended with requests unanswered", "requests", n, "waited", StdioDrainTimeout)
+			return
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// signal sets c's one pending signal, if it is not set.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 func (c *stdioConn) writeLine(data []byte) error {
@@ -198,6 +260,24 @@ func (c *stdioConn) deliver(line []byte) bool {
 			c.reply(lineID(line), jsonrpc.CodeInvalidRequest, "invalid request: the line is not a JSON-RPC 2.0 message")
 		}
 		return true
+	}
+	if r, ok := m.(*jsonrpc.Request); ok {
+		c.pmu.Lock()
+		switch {
+		case r.ID.IsValid():
+			c.pending[r.ID]++
+		case r.Method == "notifications/cancelled":
+			// A cancelled request gets no answer: do not wait for one.
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(r.Params, &p) == nil {
+				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					delete(c.pending, id)
+				}
+			}
+		}
+		c.pmu.Unlock()
 	}
 	select {
 	case c.msgs <- m:

@@ -278,3 +278,46 @@ func TestStdioCancel(t *testing.T) {
 	}
 	p.served <- nil
 }
+
+// TestStdioAnswersAfterInputEnds: a client that writes its requests and
+// closes its input at once (a script, a pipe) still gets every answer,
+// and the session then ends.
+func TestStdioAnswersAfterInputEnds(t *testing.T) {
+	f := newFixture(t)
+	p := serveStdio(t, f, nil)
+	// The whole session in one write, the input closed right after it.
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+		calcLine("1")+calcLine("2")+calcLine(`"three"`)+
+		`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`+"\n")
+	p.in.Close()
+	got := map[string]bool{}
+	for range 5 {
+		r := p.recv(t)
+		got[string(r.ID)] = true
+		switch string(r.ID) {
+		case "1", "2", `"three"`:
+			if text := calcText(t, r); text != "70.15" {
+				t.Errorf("call %s: %q, want 70.15", r.ID, text)
+			}
+		case "4":
+			if r.Error == nil {
+				t.Errorf("unknown method: %+v, want a JSON-RPC error", r)
+			}
+		}
+	}
+	for _, id := range []string{"0", "1", "2", `"three"`, "4"} {
+		if !got[id] {
+			t.Errorf("no answer to request %s after the input ended (answers: %v)", id, got)
+		}
+	}
+	select {
+	case err := <-p.served:
+		if err != nil {
+			t.Errorf("ServeStdio = %v, want nil once the input ended", err)
+		}
+		p.served <- nil
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end after its input ended and every request was answered")
+	}
+}
