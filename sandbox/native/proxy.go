@@ -43,6 +43,16 @@ const ProxyDialTimeout = 5 * time.Second
 // whose connection the relay could not carry to the host proxy.
 const CodeProxyUnreachable = "egress_proxy_unreachable"
 
+// Before a 502 for a connection it cannot carry, the relay reads the
+// command's request head, up to these bounds: an answer that arrives
+// before the request is written is, to an HTTP client, an unsolicited
+// response on an idle connection, and Go's client then reports a broken
+// connection instead of the 502.
+const (
+	unreachableReadBytes = 64 << 10
+	unreachableReadWait  = 2 * time.Second
+)
+
 // relay carries one run's connections to the host proxy.
 type relay struct {
 	proxy string
@@ -287,8 +297,19 @@ func (r *relay) serve(c *os.File) {
 }
 
 // unreachable tells the command, in HTTP, the language it spoke to us,
-// that its connection could not be carried to the host proxy.
+// that its connection could not be carried to the host proxy: once its
+// request head has arrived (or unreachableReadWait has passed).
 func unreachable(c *os.File) {
+	c.SetReadDeadline(time.Now().Add(unreachableReadWait))
+	var head []byte
+	buf := make([]byte, 4096)
+	for len(head) < unreachableReadBytes && !strings.Contains(string(head), "\r\n\r\n") {
+		n, err := c.Read(buf)
+		head = append(head, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
 	msg := fmt.Sprintf("%s: the egress proxy at the host does not answer\nhint: check that airlock's egress proxy is running\n", CodeProxyUnreachable)
 	fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nX-Airlock-Error: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		CodeProxyUnreachable, len(msg), msg)
