@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"airlock.dev/airlock/sandbox"
-	"airlock.dev/airlock/sandbox/internal/seccomp"
 )
 
 func TestParseOwnCgroup(t *testing.T) {
@@ -40,16 +39,6 @@ func FuzzParseOwnCgroup(f *testing.F) {
 			t.Errorf("path %q is not in the input", got)
 		}
 	})
-}
-
-func TestSeccompProgram(t *testing.T) {
-	prog, err := seccomp.Filter(seccomp.SocketsUnix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(seccompProgram, seccomp.Bytes(prog)) {
-		t.Error("bwrap's program is not the sandbox's filter for NetworkNone")
-	}
 }
 
 func TestEnvironment(t *testing.T) {

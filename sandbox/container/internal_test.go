@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"airlock.dev/airlock/sandbox"
+	"airlock.dev/airlock/sandbox/internal/seccomp"
 )
 
 func frame(stream byte, payload string) []byte {
@@ -212,6 +215,16 @@ func TestSeccompProfile(t *testing.T) {
 	}
 	if p.DefaultAction != "SCMP_ACT_ALLOW" || len(p.Syscalls) != 3+len(cloneNamespaceFlags) {
 		t.Fatalf("profile %+v", p)
+	}
+	var all uint64
+	for _, f := range cloneNamespaceFlags {
+		if f&(f-1) != 0 {
+			t.Errorf("clone flag %#x is not one flag", f)
+		}
+		all |= f
+	}
+	if all != seccomp.CloneNamespaces || all&unix.CLONE_NEWUSER == 0 {
+		t.Errorf("the profile's clone flags make %#x, want seccomp.CloneNamespaces %#x", all, uint64(seccomp.CloneNamespaces))
 	}
 	for _, name := range []string{"ptrace", "mount", "unshare", "setns", "bpf", "kexec_load"} {
 		if !slices.Contains(p.Syscalls[0].Names, name) {

@@ -23,11 +23,17 @@ import (
 // namespace flag, ENOSYS for clone3 (whose flags a filter cannot read; the
 // C library then falls back to clone).
 
-// Namespace flags of clone(2), as the profile tests them one by one.
-var cloneNamespaceFlags = []uint64{
-	unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC,
-	unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWTIME,
-}
+// cloneNamespaceFlags are seccomp.CloneNamespaces one flag at a time, as
+// the profile tests them (a masked compare per flag).
+var cloneNamespaceFlags = func() []uint64 {
+	var flags []uint64
+	for bit := uint64(1); bit != 0; bit <<= 1 {
+		if seccomp.CloneNamespaces&bit != 0 {
+			flags = append(flags, bit)
+		}
+	}
+	return flags
+}()
 
 type seccompArg struct {
 	Index    uint   `json:"index"`

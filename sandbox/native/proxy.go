@@ -1,6 +1,7 @@
 package native
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +53,9 @@ const (
 	unreachableReadBytes = 64 << 10
 	unreachableReadWait  = 2 * time.Second
 )
+
+// headEnd ends an HTTP request head.
+var headEnd = []byte("\r\n\r\n")
 
 // relay carries one run's connections to the host proxy.
 type relay struct {
@@ -303,7 +307,7 @@ func unreachable(c *os.File) {
 	c.SetReadDeadline(time.Now().Add(unreachableReadWait))
 	var head []byte
 	buf := make([]byte, 4096)
-	for len(head) < unreachableReadBytes && !strings.Contains(string(head), "\r\n\r\n") {
+	for len(head) < unreachableReadBytes && !bytes.Contains(head, headEnd) {
 		n, err := c.Read(buf)
 		head = append(head, buf[:n]...)
 		if err != nil {

@@ -140,3 +140,39 @@ func BenchmarkSpawn(b *testing.B) {
 		})
 	}
 }
+
+// TestMeasureOrder: every candidate runs once per round, and the rounds
+// do not all run them in one order (a fixed order charged one
+// candidate's leftover teardown to the next every time).
+func TestMeasureOrder(t *testing.T) {
+	const runs = 20
+	var order []string
+	cand := func(name string) Candidate {
+		return Candidate{Name: name, Run: func(context.Context) error { order = append(order, name); return nil }}
+	}
+	cs := []Candidate{cand("a"), cand("b"), cand("c"), cand("d")}
+	stats, err := Measure(context.Background(), cs, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range stats {
+		if s.Name != cs[i].Name || s.N != runs {
+			t.Errorf("stats %d: %+v, want %s with %d samples", i, s, cs[i].Name, runs)
+		}
+	}
+	rounds := map[string]bool{}
+	for r := range runs {
+		round := order[len(cs)*(r+1) : len(cs)*(r+2)] // after the warm-up round
+		seen := map[string]bool{}
+		for _, n := range round {
+			seen[n] = true
+		}
+		if len(seen) != len(cs) {
+			t.Errorf("round %d ran %v, want each candidate once", r, round)
+		}
+		rounds[strings.Join(round, "")] = true
+	}
+	if len(rounds) < 2 {
+		t.Errorf("all %d rounds ran in one order: %v", runs, rounds)
+	}
+}
