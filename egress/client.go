@@ -96,20 +96,26 @@ func NewClient(opts *Options) (*Client, error) {
 	return c, nil
 }
 
-// Check judges a URL as a fetch would, without fetching: it parses it
-// strictly, checks scheme, port and host, resolves the host and checks
-// every address. A refusal is a *tool.Error with one of the egress codes.
-func (c *Client) Check(ctx context.Context, rawURL string) error {
-	if _, _, err := c.check(ctx, rawURL); err != nil {
-		return err
+// Check judges a URL as written, without fetching it and without
+// resolving its host: it parses the URL strictly and checks scheme, port
+// and host (the allow and deny lists, and an IP literal as the address it
+// is). A DNS query is itself a message out, whose labels can carry data
+// (<hex of a secret>.attacker.example), so a name is resolved only by a
+// fetch or the proxy, once the request is made, and every address it
+// resolves to is judged then, again on the socket's address. Check is the
+// gate's URL guard, which runs before a call is allowed to. A refusal is a
+// *tool.Error with one of the egress codes.
+func (c *Client) Check(_ context.Context, rawURL string) error {
+	if _, e := c.target(rawURL); e != nil {
+		return e
 	}
 	return nil
 }
 
-// check is Check returning the parsed target and its checked addresses.
-func (c *Client) check(ctx context.Context, rawURL string) (*Target, []netip.Addr, *tool.Error) {
+// target parses a URL and judges what it says as written.
+func (c *Client) target(rawURL string) (*Target, *tool.Error) {
 	if c == nil || c.pol == nil {
-		return nil, nil, errUnconfigured
+		return nil, errUnconfigured
 	}
 	t, err := ParseURL(rawURL)
 	if err != nil {
@@ -117,9 +123,20 @@ func (c *Client) check(ctx context.Context, rawURL string) (*Target, []netip.Add
 		if !errors.As(err, &te) {
 			te = invalidURL("the URL does not parse")
 		}
-		return nil, nil, te
+		return nil, te
 	}
 	if e := c.pol.checkTarget(t); e != nil {
+		return nil, e
+	}
+	return t, nil
+}
+
+// resolveTarget is target, then the host resolved and every address
+// checked: for a request that is being made (a fetch, a redirect it
+// follows, a proxied request), never for a judgment ahead of one.
+func (c *Client) resolveTarget(ctx context.Context, rawURL string) (*Target, []netip.Addr, *tool.Error) {
+	t, e := c.target(rawURL)
+	if e != nil {
 		return nil, nil, e
 	}
 	addrs, e := c.resolve(ctx, t.Host)
@@ -233,7 +250,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 			Message: fmt.Sprintf("the URL redirected more than %d times (MaxRedirects)", c.opts.MaxRedirects),
 			Hint:    "Fetch the final URL directly, if you know it; do not retry this one"}
 	}
-	t, addrs, e := c.check(req.Context(), req.URL.String())
+	t, addrs, e := c.resolveTarget(req.Context(), req.URL.String())
 	if e != nil {
 		return &tool.Error{Code: CodeRedirectDenied,
 			Message: fmt.Sprintf("the URL redirected to %s, which is refused: %s", truncate(req.URL.Redacted(), 200), e.Message),

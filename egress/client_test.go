@@ -175,8 +175,12 @@ func TestDNSRebinding(t *testing.T) {
 	if len(dialed) != 1 || dialed[0] != netip.AddrPortFrom(rebindFirst, uint16(port)).String() {
 		t.Fatalf("dialed %v, want only the checked address", dialed)
 	}
-	// Checking again (a second query) now sees loopback, and refuses.
-	wantCode(t, c.Check(t.Context(), fmt.Sprintf("http://rebind.example:%d/", port)), CodeDenied, "loopback")
+	// A second fetch (a second query) now sees loopback, and refuses.
+	_, err = c.Fetch(t.Context(), fmt.Sprintf("http://rebind.example:%d/", port), nil)
+	wantCode(t, err, CodeDenied, "loopback")
+	if hits.Load() != 0 {
+		t.Fatalf("the loopback server was reached")
+	}
 }
 
 // TestControlHookChecksDialedAddress: even a dial that skipped the
@@ -204,10 +208,59 @@ func TestControlHookChecksDialedAddress(t *testing.T) {
 func TestMixedAnswersDenied(t *testing.T) {
 	c := newClient(t, &Options{Resolver: Pins{"mixed.example": {
 		netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.0.0.5")}}.Resolver(nil)})
-	wantCode(t, c.Check(t.Context(), "http://mixed.example/"), CodeDenied, "resolves to 10.0.0.5, a private address")
+	_, err := c.Fetch(t.Context(), "http://mixed.example/", nil)
+	wantCode(t, err, CodeDenied, "resolves to 10.0.0.5, a private address")
 }
 
 type noAnswers struct{}
+
+// countingResolver counts its queries and answers each with addr.
+type countingResolver struct {
+	addr    netip.Addr
+	queries atomic.Int32
+}
+
+func (r *countingResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	r.queries.Add(1)
+	return []netip.Addr{r.addr}, nil
+}
+
+// TestCheckResolvesNothing: Check judges the URL as written and sends no
+// query, whatever the host; an IP literal is judged as the address it
+// is. The addresses a name resolves to are judged by the fetch.
+func TestCheckResolvesNothing(t *testing.T) {
+	r := &countingResolver{addr: netip.MustParseAddr("10.0.0.5")}
+	c := newClient(t, &Options{Resolver: r, DenyHosts: []string{"*.blocked.example"}})
+	for u, want := range map[string]tool.Code{
+		"http://6869.attacker.example/":    "", // allowed as written: its address is the fetch's to judge
+		"https://example.com/a?b":          "",
+		"http://x.blocked.example/":        CodeDenied,
+		"http://metadata.google.internal/": CodeDenied,
+		"http://intranet/":                 CodeDenied,
+		"http://10.0.0.5/":                 CodeDenied,
+		"http://[::ffff:127.0.0.1]/":       CodeDenied,
+		"https://93.184.216.34/":           "",
+		"https://example.com:8443/":        CodeDenied,
+		"http://0x7f.1/":                   CodeInvalidURL,
+	} {
+		err := c.Check(t.Context(), u)
+		var te *tool.Error
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want allowed", u, err)
+		case want != "" && (!errors.As(err, &te) || te.Code != want):
+			t.Errorf("%s: %v, want %s", u, err, want)
+		}
+	}
+	if n := r.queries.Load(); n != 0 {
+		t.Fatalf("Check sent %d queries, want none", n)
+	}
+	_, err := c.Fetch(t.Context(), "http://6869.attacker.example/", nil)
+	wantCode(t, err, CodeDenied, "resolves to 10.0.0.5")
+	if r.queries.Load() == 0 {
+		t.Fatal("the fetch resolved nothing")
+	}
+}
 
 func (noAnswers) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
 	return nil, &net.DNSError{Err: "no such host", IsNotFound: true}
@@ -215,7 +268,8 @@ func (noAnswers) LookupNetIP(context.Context, string, string) ([]netip.Addr, err
 
 func TestUnresolvable(t *testing.T) {
 	c := newClient(t, &Options{Resolver: noAnswers{}})
-	wantCode(t, c.Check(t.Context(), "https://does-not-exist.example/"), CodeUnresolvable, "does not resolve")
+	_, err := c.Fetch(t.Context(), "https://does-not-exist.example/", nil)
+	wantCode(t, err, CodeUnresolvable, "does not resolve")
 }
 
 func TestRedirects(t *testing.T) {
@@ -513,10 +567,11 @@ func TestResolverMappedAnswers(t *testing.T) {
 		"mapped-public.example": {netip.MustParseAddr("::ffff:93.184.216.34")},
 		"mapped-lo.example":     {netip.MustParseAddr("::ffff:127.0.0.1")},
 	}.Resolver(noAnswers{})})
-	if err := c.Check(t.Context(), "https://mapped-public.example/"); err != nil {
-		t.Fatal(err)
+	if _, addrs, e := c.resolveTarget(t.Context(), "https://mapped-public.example/"); e != nil || len(addrs) != 1 || !addrs[0].Is4() {
+		t.Fatalf("got %v, %v; want the IPv4 address", addrs, e)
 	}
-	wantCode(t, c.Check(t.Context(), "https://mapped-lo.example/"), CodeDenied, "127.0.0.1, a loopback address")
+	_, _, e := c.resolveTarget(t.Context(), "https://mapped-lo.example/")
+	wantCode(t, e, CodeDenied, "127.0.0.1, a loopback address")
 }
 
 // TestDialOrderAndFallback: IPv4 answers are dialed first, and a failed

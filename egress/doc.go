@@ -3,12 +3,16 @@
 // client built on that dialer, and an HTTP proxy that applies the same
 // policy to sandboxed commands.
 //
-// The policy is judged twice. Check parses the URL strictly (a URL two
-// parsers could read differently is refused), resolves the host once and
-// checks every address it resolves to; the dialer then connects only to an
-// address that was checked, and its Control hook checks the socket's
-// address again, so a name that answers differently on the second query
-// (DNS rebinding) reaches nothing new. Every redirect is checked again.
+// The policy is judged in two places. Check judges the URL as written: it
+// parses it strictly (a URL two parsers could read differently is
+// refused) and checks scheme, port, host name and an IP literal host, and
+// resolves nothing, since a DNS query is itself a message out; the gate
+// runs it before a call is allowed to. A fetch then resolves the host
+// once and checks every address it resolves to; the dialer connects only
+// to an address that was checked, and its Control hook checks the
+// socket's address again, so a name that answers differently on a second
+// query (DNS rebinding) reaches nothing new. Every redirect is checked
+// again.
 //
 // By default only public addresses on ports 80 and 443, by http or https,
 // may be reached: loopback, private, link-local (cloud metadata),

@@ -44,7 +44,7 @@ func (c *Client) Fetch(ctx context.Context, rawURL string, fo *FetchOptions) (*R
 	if fo != nil && fo.MaxBytes > 0 && fo.MaxBytes < limit {
 		limit = fo.MaxBytes
 	}
-	t, addrs, e := c.check(ctx, rawURL)
+	t, addrs, e := c.resolveTarget(ctx, rawURL)
 	if e != nil {
 		return nil, e
 	}

@@ -41,7 +41,8 @@ func FuzzParseURL(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	c, err := NewClient(&Options{Resolver: noAnswers{}})
+	r := &countingResolver{}
+	c, err := NewClient(&Options{Resolver: r})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -70,11 +71,15 @@ func FuzzParseURL(f *testing.F) {
 		}
 		// The --resolve parser takes the same text without panicking.
 		Pins{}.ParsePin(in)
-		// The whole check resolves nothing here; it must refuse by value.
+		// Check judges the URL as written and resolves nothing: it allows
+		// a host name, or a public IP literal, and refuses by value.
 		if err := c.Check(t.Context(), in); err != nil {
 			wantRefusal(t, in, err)
-		} else if tg == nil || !tg.Addr.IsValid() || nonPublic(tg.Addr) != "" {
-			t.Fatalf("%q: allowed, but it is not a public IP literal", in)
+		} else if tg == nil || tg.Addr.IsValid() && nonPublic(tg.Addr) != "" {
+			t.Fatalf("%q: allowed, but it names a non-public address", in)
+		}
+		if n := r.queries.Load(); n != 0 {
+			t.Fatalf("%q: Check sent %d DNS queries, want none", in, n)
 		}
 	})
 }

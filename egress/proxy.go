@@ -89,9 +89,10 @@ func asRefusal(err error) *tool.Error {
 		Hint: "Check the host; the server may be down"}
 }
 
-// connect opens a tunnel to a checked address.
+// connect opens a tunnel to a checked address: the dialer resolves the
+// host, once, and checks every address.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
-	t, _, e := p.c.check(r.Context(), "https://"+r.Host+"/")
+	t, e := p.c.target("https://" + r.Host + "/")
 	if e != nil {
 		refuse(w, refusalStatus(e), e)
 		return
@@ -155,7 +156,7 @@ func closeWrite(c net.Conn) {
 // forward sends an absolute-form request on through the guarded
 // transport; redirects are the client's to follow, each a new request.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
-	t, addrs, e := p.c.check(r.Context(), r.URL.String())
+	t, addrs, e := p.c.resolveTarget(r.Context(), r.URL.String())
 	if e != nil {
 		refuse(w, refusalStatus(e), e)
 		return

@@ -95,8 +95,8 @@ type Options struct {
 	// as an untrusted_content_flagged error value).
 	OnFlagged FlagAction
 	// Egress checks every URL argument (URLArgs) of a tool against the
-	// egress policy before anything runs; *egress.Client is one. Nil
-	// refuses every such call.
+	// egress policy, as written, before anything runs; *egress.Client is
+	// one. Nil refuses every such call.
 	Egress URLChecker
 	// ApprovalKey keys the hash approvals are found by. Keep it where the
 	// store is not (the CLI keeps it in the user's config directory, the
@@ -112,7 +112,11 @@ type Options struct {
 }
 
 // URLChecker judges a URL without fetching it: nil when it may be
-// fetched, else the refusal (a *tool.Error with its own code).
+// fetched, else the refusal (a *tool.Error with its own code). It must
+// send nothing, not even a DNS query for the host: the gate runs it for
+// calls that are only checked, asked or later denied, and a query's
+// labels can carry data out. The addresses a name resolves to are the
+// fetch's to judge, when it dials.
 type URLChecker interface {
 	Check(ctx context.Context, url string) error
 }
@@ -473,9 +477,10 @@ func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
 // URLRule names the egress guard's refusals.
 const URLRule = "egress"
 
-// urlGuard checks one URL argument against the egress policy, where the
-// address it resolves to is checked too; the client checks again at dial
-// time, so a name that changes its answer in between gains nothing.
+// urlGuard checks one URL argument against the egress policy as written
+// (scheme, port, host, an IP literal as an address). It resolves nothing:
+// the call may not run at all. The client resolves the host and checks
+// every address when the call runs, at dial time.
 func (g *Gate) urlGuard(ctx context.Context, c *call, name string) *tool.Error {
 	u, ok := c.args[name].(string)
 	if !ok {

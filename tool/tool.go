@@ -108,7 +108,8 @@ type Tool struct {
 	// syntax tree) before anything runs.
 	CommandArg string
 	// URLArgs names the top-level string arguments that are URLs; the gate
-	// checks each against the egress policy before anything runs.
+	// checks each against the egress policy, as written and resolving no
+	// name, before anything runs.
 	URLArgs []string
 	// Untrusted says the tool's output comes from outside airlock's trust
 	// (files, commands, the web): the gate scans it for injected

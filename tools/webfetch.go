@@ -51,10 +51,12 @@ func WebFetch(c *egress.Client) tool.Tool {
 	}
 }
 
-// WebFetchGuard is web_fetch's argument guard: the URL policy judged
-// without fetching (strict parse, scheme, port, host lists, every
-// resolved address), for the gate's guards stage and so for airlock
-// check. The executor judges the same again, and the dialer once more.
+// WebFetchGuard is web_fetch's argument guard: the URL policy judged as
+// written, without fetching and without resolving the host (strict parse,
+// scheme, port, host lists, an IP literal as an address), as the gate's
+// guards stage and so airlock check judge it. The executor judges the
+// same again, then every address the host resolves to, and the dialer
+// the socket's address once more.
 func WebFetchGuard(c *egress.Client) func(ctx context.Context, args map[string]any) *tool.Error {
 	return func(ctx context.Context, args map[string]any) *tool.Error {
 		u, _ := args["url"].(string)

@@ -120,14 +120,38 @@ func TestWebFetchUnresolvable(t *testing.T) {
 	}
 }
 
+// countingPins answers from pins and counts the queries.
+type countingPins struct {
+	pins    egress.Pins
+	queries atomic.Int32
+}
+
+func (r *countingPins) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.queries.Add(1)
+	return r.pins.Resolver(nxdomain{}).LookupNetIP(ctx, network, host)
+}
+
+// TestWebFetchGuard: the guard judges the URL as written and resolves
+// nothing; the addresses a name resolves to are the executor's to judge.
 func TestWebFetchGuard(t *testing.T) {
-	c := egressClient(t, &egress.Options{Resolver: egress.Pins{"inside.example": {netip.MustParseAddr("10.1.1.1")}}.Resolver(nil)})
+	r := &countingPins{pins: egress.Pins{"inside.example": {netip.MustParseAddr("10.1.1.1")}}}
+	c := egressClient(t, &egress.Options{Resolver: r})
 	guard := WebFetchGuard(c)
-	if e := guard(context.Background(), map[string]any{"url": "http://inside.example/"}); e == nil || e.Code != egress.CodeDenied {
-		t.Fatalf("got %+v", e)
+	if e := guard(context.Background(), map[string]any{"url": "http://inside.example/"}); e != nil {
+		t.Fatalf("a host name was refused before it was resolved: %+v", e)
+	}
+	if e := guard(context.Background(), map[string]any{"url": "http://10.1.1.1/"}); e == nil || e.Code != egress.CodeDenied {
+		t.Fatalf("a private IP literal: got %+v", e)
 	}
 	if e := guard(context.Background(), map[string]any{"url": "https://93.184.216.34/"}); e != nil {
 		t.Fatalf("a public address was refused: %+v", e)
+	}
+	if n := r.queries.Load(); n != 0 {
+		t.Fatalf("the guard sent %d queries, want none", n)
+	}
+	res := runTool(t, WebFetch(c), `{"url":"http://inside.example/"}`)
+	if res.Error == nil || res.Error.Code != egress.CodeDenied || !strings.Contains(res.Error.Message, "resolves to 10.1.1.1") {
+		t.Fatalf("the fetch: got %+v", res.Error)
 	}
 }
 

@@ -283,7 +283,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	sf := registerSettings(fs, false)
 	pins := egress.Pins{}
-	fs.Var(pinFlag{pins}, "resolve", "pin a host name's addresses for web_fetch, as `HOST:IP[,IP...]` (repeatable); other names use the system resolver")
+	fs.Var(pinFlag{pins}, "resolve", "taken as call takes it, `HOST:IP[,IP...]`; check resolves no name: web_fetch's URL is judged as written")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: airlock check [flags] < proposals.jsonl\n\nEach input line is {\"tool\":\"...\",\"args\":{...}}; each output line the decision.\nEvery guard runs; nothing executes.\n\nflags:")
 		fs.PrintDefaults()
