@@ -438,24 +438,22 @@ func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
 		if !ok {
 			continue // optional and absent: the schema decided it may be
 		}
-		if g.opts.Workspace == nil {
-			return &tool.Error{Code: tool.CodePathOutside, Message: "no workspace is configured for file tools",
-				Hint: "Start airlock with --workspace DIR"}, "deny"
-		}
-		canon, err := g.opts.Workspace.Resolve(p)
-		if err != nil {
-			var te *tool.Error
-			if errors.As(err, &te) {
-				return te, "deny"
-			}
-			return &tool.Error{Code: tool.CodePathOutside, Message: "the path could not be resolved inside the workspace",
-				Hint: "Use a relative path inside the workspace"}, "deny"
+		canon, end := g.inWorkspace(p, (*workspace.Workspace).Resolve)
+		if end != nil {
+			return end, "deny"
 		}
 		c.paths = append(c.paths, canon)
 		if t.Effect == tool.EffectWrite && workspace.IsGitPath(canon) && c.verdict.Action == policy.Allow {
 			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: GitWriteRule,
 				Reason: fmt.Sprintf("writing %s changes the repository's own files (hooks and config run code)", canon),
 				Hint:   "A person must approve writes into .git/; write elsewhere, or ask for approval"}
+		}
+	}
+	for _, name := range t.GlobArgs {
+		if p, ok := c.args[name].(string); ok {
+			if _, end := g.inWorkspace(p, (*workspace.Workspace).CheckGlob); end != nil {
+				return end, "deny"
+			}
 		}
 	}
 	if t.CommandArg != "" {
@@ -472,6 +470,27 @@ func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
 		return nil, "ask"
 	}
 	return nil, "pass"
+}
+
+// inWorkspace judges a path or glob pattern argument with judge
+// (Resolve or CheckGlob), the workspace's own judgment, which the tool's
+// executor meets again. A refusal is the workspace's; with no workspace,
+// or an error that is not a refusal, it is path_outside_workspace.
+func (g *Gate) inWorkspace(arg string, judge func(*workspace.Workspace, string) (string, error)) (string, *tool.Error) {
+	if g.opts.Workspace == nil {
+		return "", &tool.Error{Code: tool.CodePathOutside, Message: "no workspace is configured for file tools",
+			Hint: "Start airlock with --workspace DIR"}
+	}
+	out, err := judge(g.opts.Workspace, arg)
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) {
+			return "", te
+		}
+		return "", &tool.Error{Code: tool.CodePathOutside, Message: "the path could not be resolved inside the workspace",
+			Hint: "Use a relative path inside the workspace"}
+	}
+	return out, nil
 }
 
 // URLRule names the egress guard's refusals.

@@ -103,6 +103,11 @@ type Tool struct {
 	// paths; the gate resolves them inside the workspace before anything
 	// runs.
 	PathArgs []string
+	// GlobArgs names the top-level string arguments that are glob
+	// patterns over the workspace; the gate judges each as Glob will
+	// (workspace.CheckGlob: absolute, "..", StateDir, malformed) before
+	// anything runs, so that a check answers what the call would.
+	GlobArgs []string
 	// CommandArg names the top-level string argument that is one shell
 	// command line; the gate judges it with the command policy (on its
 	// syntax tree) before anything runs.
@@ -284,6 +289,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool %q has no description", t.Name)
 	}
 	t.PathArgs = slices.Clone(t.PathArgs)
+	t.GlobArgs = slices.Clone(t.GlobArgs)
 	t.URLArgs = slices.Clone(t.URLArgs)
 	r.tools[t.Name] = &t
 	return nil

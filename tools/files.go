@@ -125,6 +125,7 @@ func FileTools(w *workspace.Workspace) []tool.Tool {
 			Risk:      tool.RiskLow,
 			Effect:    tool.EffectRead,
 			Untrusted: true,
+			GlobArgs:  []string{"pattern"},
 			Run:       runGlob(w),
 		},
 		{

@@ -209,41 +209,21 @@ var errStop = errors.New("stop")
 
 // Glob returns the paths that match a doublestar pattern ("**" matches any
 // number of directories), sorted, at most MaxGlobResults of them, and
-// whether it left some out. Patterns are relative: an absolute one, or one
-// with a ".." component, is path_outside_workspace, and one that starts at
-// StateDir too. Links are not followed while matching, and nothing under
-// StateDir is ever returned. A malformed pattern is invalid_pattern.
+// whether it left some out. The pattern is judged by CheckGlob first. Links
+// are not followed while matching, and nothing under StateDir is ever
+// returned.
 func (w *Workspace) Glob(pattern string) ([]string, bool, error) {
 	if err := w.ready(); err != nil {
 		return nil, false, err
 	}
-	if err := checkPattern(pattern); err != nil {
+	pattern, err := w.CheckGlob(pattern)
+	if err != nil {
 		return nil, false, err
-	}
-	if strings.HasPrefix(pattern, "/") {
-		return nil, false, tool.Errorf(tool.CodePathOutside, "Give a pattern relative to the workspace root, such as \"src/**/*.go\"",
-			"the pattern %q is absolute", pattern)
-	}
-	for pattern != "./" && strings.HasPrefix(pattern, "./") {
-		pattern = pattern[2:]
-	}
-	for i, c := range strings.Split(pattern, "/") {
-		if c == ".." {
-			return nil, false, tool.Errorf(tool.CodePathOutside, "Give a pattern relative to the workspace root, without ..",
-				"the pattern %q leads out of the workspace (..)", pattern)
-		}
-		if i == 0 && isStateName(c) {
-			return nil, false, tool.Errorf(tool.CodePathOutside, hintState, "the pattern %q reaches %s, airlock's own state", pattern, StateDir)
-		}
-	}
-	if !doublestar.ValidatePattern(pattern) {
-		return nil, false, tool.Errorf(tool.CodeInvalidPattern, "Check the pattern's brackets and braces; escape a literal *, ?, [ or { with \\",
-			"the pattern %q is malformed", pattern)
 	}
 	gfs := &globFS{w: w, budget: walkBudget{left: w.opts.MaxWalkEntries}}
 	var out []string
 	truncated := false
-	err := doublestar.GlobWalk(gfs, pattern, func(p string, _ fs.DirEntry) error {
+	err = doublestar.GlobWalk(gfs, pattern, func(p string, _ fs.DirEntry) error {
 		if p == "." || inState(p) {
 			return nil
 		}
@@ -264,6 +244,39 @@ func (w *Workspace) Glob(pattern string) ([]string, bool, error) {
 	slices.Sort(out)
 	out = slices.Compact(out)
 	return out, truncated || gfs.budget.truncated, nil
+}
+
+// CheckGlob judges a Glob pattern as written, touching nothing, and
+// returns it as Glob walks it (leading "./" removed). Patterns are
+// relative: an absolute one, or one with a ".." component, is
+// path_outside_workspace, and so is one that starts at StateDir; an empty,
+// overlong or malformed one is invalid_pattern. The gate runs it before a
+// glob call may run, so that airlock check answers what the call would.
+func (w *Workspace) CheckGlob(pattern string) (string, error) {
+	if err := checkPattern(pattern); err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(pattern, "/") {
+		return "", tool.Errorf(tool.CodePathOutside, "Give a pattern relative to the workspace root, such as \"src/**/*.go\"",
+			"the pattern %q is absolute", pattern)
+	}
+	for pattern != "./" && strings.HasPrefix(pattern, "./") {
+		pattern = pattern[2:]
+	}
+	for i, c := range strings.Split(pattern, "/") {
+		if c == ".." {
+			return "", tool.Errorf(tool.CodePathOutside, "Give a pattern relative to the workspace root, without ..",
+				"the pattern %q leads out of the workspace (..)", pattern)
+		}
+		if i == 0 && isStateName(c) {
+			return "", tool.Errorf(tool.CodePathOutside, hintState, "the pattern %q reaches %s, airlock's own state", pattern, StateDir)
+		}
+	}
+	if !doublestar.ValidatePattern(pattern) {
+		return "", tool.Errorf(tool.CodeInvalidPattern, "Check the pattern's brackets and braces; escape a literal *, ?, [ or { with \\",
+			"the pattern %q is malformed", pattern)
+	}
+	return pattern, nil
 }
 
 // checkPattern refuses a Glob or Grep pattern that is empty, too long or
