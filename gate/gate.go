@@ -232,7 +232,7 @@ var stages = []stage{
 	{"decode", (*Gate).decode},           // size cap, known tool, JSON
 	{"validate", (*Gate).validate},       // the tool's bounded schema
 	{"authorize", (*Gate).authorize},     // role, risk, mode and rules
-	{"guards", (*Gate).guards},           // workspace paths, command lines, URLs
+	{"guards", (*Gate).guards},           // workspace paths and glob patterns, command lines, URLs as written
 	{"intent", (*Gate).intent},           // untrusted values, sensitive tokens off the goal
 	{"loop", (*Gate).loop},               // the kill switch (budgets are the agent loop's, per step)
 	{"approval", (*Gate).approval},       // an ask runs once approved, else parks as an approval
