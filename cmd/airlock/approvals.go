@@ -56,43 +56,83 @@ func openBackend(s *settings, dir string) (store.Backend, error) {
 // file shipped in one cannot hold approvals that match.
 const approvalKeyFile = "airlock/approval.key"
 
-// approvalKey loads the approval key, creating it (32 random bytes, mode
-// 0600) on first use.
+// approvalKeySize is the size of the approval key, in bytes.
+const approvalKeySize = 32
+
+// approvalKey loads the approval key, creating it (approvalKeySize random
+// bytes, mode 0600) on first use. Processes that start together may all
+// find no key: each writes a whole key to a temporary file beside it and
+// links that into place. Only the first link succeeds; every other process
+// reads the key it put there. So no process ever reads a key file that is
+// not yet written, and no key that a process may already be using is ever
+// replaced (a rename would replace it: the last writer would win).
 func approvalKey() ([]byte, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		return nil, fmt.Errorf("approval key: no config directory (set XDG_CONFIG_HOME): %w", err)
 	}
 	path := filepath.Join(dir, approvalKeyFile)
-	for range 2 {
-		key, err := os.ReadFile(path)
-		switch {
-		case err == nil && len(key) == 32:
-			return key, nil
-		case err == nil:
-			return nil, fmt.Errorf("approval key %s: %d bytes, want 32; remove it to make a new one", path, len(key))
-		case !errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("approval key: %w", err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("approval key: %w", err)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue // another process made it first: read theirs
-		}
-		if err != nil {
-			return nil, fmt.Errorf("approval key: %w", err)
-		}
-		key = make([]byte, 32)
-		rand.Read(key)
-		_, werr := f.Write(key)
-		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-			return nil, fmt.Errorf("approval key: %w", err)
-		}
-		return key, nil
+	key, err := readApprovalKey(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return key, err
 	}
-	return nil, fmt.Errorf("approval key %s: could not be read or made", path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("approval key: %w", err)
+	}
+	if err := linkNewApprovalKey(path); err != nil {
+		return nil, err
+	}
+	return readApprovalKey(path)
+}
+
+// readApprovalKey reads the key at path; an error that wraps
+// fs.ErrNotExist when there is none.
+func readApprovalKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("approval key: %w", err)
+	case len(key) != approvalKeySize:
+		return nil, fmt.Errorf("approval key %s: %d bytes, want %d; remove it to make a new one", path, len(key), approvalKeySize)
+	}
+	return key, nil
+}
+
+// linkNewApprovalKey writes a new key to a temporary file in path's
+// directory, makes it durable, and links it to path unless a key is there
+// already (another process won): either way path then holds a whole key.
+func linkNewApprovalKey(path string) error {
+	fail := func(err error) error {
+		return fmt.Errorf("approval key %s: %w; or make one yourself: head -c %d /dev/urandom > %s && chmod 600 %s",
+			path, err, approvalKeySize, path, path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".approval.key.*") // mode 0600
+	if err != nil {
+		return fail(err)
+	}
+	defer os.Remove(tmp.Name())
+	key := make([]byte, approvalKeySize)
+	rand.Read(key)
+	_, werr := tmp.Write(key)
+	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
+		return fail(err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fail(err)
+	}
+	// The new name must survive a crash too, or a later start would make
+	// another key and every approval keyed with this one would be lost.
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fail(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 // decider names who decided, for the approval's record.
