@@ -73,7 +73,9 @@ type Approvals interface {
 	// PendingApprovals lists the approvals pending at now, oldest first.
 	PendingApprovals(ctx context.Context, now time.Time) ([]Approval, error)
 	// DecideApproval approves or denies a pending, unexpired approval.
-	// ErrNotFound or ErrNotPending otherwise.
+	// ErrNotFound otherwise, or ErrNotPending with the approval as it
+	// stands at now (approved, denied, used or expired), so that the
+	// person can be told what became of it.
 	DecideApproval(ctx context.Context, id string, approve bool, by string, now time.Time) (Approval, error)
 	// ConsumeApproval finds an approved, unexpired approval for exactly
 	// this tool and argument hash, marks it used and returns it; ok is

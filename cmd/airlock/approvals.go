@@ -135,6 +135,31 @@ func linkNewApprovalKey(path string) error {
 	return nil
 }
 
+// notPending says what became of an approval that can no longer be
+// decided, and what to do instead.
+func notPending(a store.Approval) string {
+	at := func(t time.Time) string { return t.Local().Format(time.DateTime) }
+	switch a.Status {
+	case store.StatusApproved:
+		return fmt.Sprintf("approval %s is approved already (by %s at %s); the call runs once when it is made again in session %s, until %s",
+			a.ID, a.DecidedBy, at(a.Decided), a.Session, at(a.Expires))
+	case store.StatusDenied:
+		return fmt.Sprintf("approval %s is denied already (by %s at %s); to let the call run after all, make the call again and approve the new approval",
+			a.ID, a.DecidedBy, at(a.Decided))
+	case store.StatusUsed:
+		return fmt.Sprintf("approval %s is used: approved by %s at %s, and the call it was for has run; a repeat of the call asks anew",
+			a.ID, a.DecidedBy, at(a.Decided))
+	case store.StatusExpired:
+		if a.Decided.IsZero() {
+			return fmt.Sprintf("approval %s is expired: no one decided it before %s; make the call again and decide the new approval within %s",
+				a.ID, at(a.Expires), store.DefaultApprovalTTL)
+		}
+		return fmt.Sprintf("approval %s is expired: approved by %s at %s, but the call was never made again before %s; make the call again to ask anew",
+			a.ID, a.DecidedBy, at(a.Decided), at(a.Expires))
+	}
+	return fmt.Sprintf("approval %s is %q, not pending; `airlock approvals` lists the pending ones", a.ID, a.Status)
+}
+
 // decider names who decided, for the approval's record.
 func decider() string {
 	if u, err := user.Current(); err == nil {
@@ -220,7 +245,7 @@ func decide(ctx context.Context, name string, approve bool, args []string, stdou
 		fmt.Fprintf(stderr, "airlock %s: no approval %s; `airlock approvals` lists the pending ones\n", name, rest[0])
 		return exitRefused
 	case errors.Is(err, store.ErrNotPending):
-		fmt.Fprintf(stderr, "airlock %s: approval %s is %s, not pending\n", name, rest[0], a.Status)
+		fmt.Fprintf(stderr, "airlock %s: %s\n", name, notPending(a))
 		return exitRefused
 	case err != nil:
 		fmt.Fprintf(stderr, "airlock %s: %v\n", name, err)

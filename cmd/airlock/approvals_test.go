@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"airlock.dev/airlock/store"
+	"airlock.dev/airlock/store/sqlite"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -41,7 +45,7 @@ func TestApprovalsAcrossProcesses(t *testing.T) {
 	if code, _, errOut := runCLI(t, "approve", id, "--workspace", ws); code != exitOK {
 		t.Fatalf("approve: exit %d: %s", code, errOut)
 	}
-	if code, _, errOut := runCLI(t, "approve", id, "--workspace", ws); code != exitRefused || !strings.Contains(errOut, "not pending") {
+	if code, _, errOut := runCLI(t, "approve", id, "--workspace", ws); code != exitRefused || !strings.Contains(errOut, "is approved already") {
 		t.Fatalf("second approve: exit %d: %s", code, errOut)
 	}
 	if code, out, _ := runCLI(t, call...); code != exitOK {
@@ -55,5 +59,84 @@ func TestApprovalsAcrossProcesses(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, "deny", "nope", "--workspace", ws); code != exitRefused || !strings.Contains(errOut, "no approval nope") {
 		t.Fatalf("deny of an unknown id: exit %d: %s", code, errOut)
+	}
+}
+
+// TestDecideSaysWhatBecameOfIt: approve or deny of an approval that is no
+// longer pending names what it is (approved, denied, used, expired) and
+// what to do, never an empty state.
+func TestDecideSaysWhatBecameOfIt(t *testing.T) {
+	ws := t.TempDir()
+	db, err := sqlite.Open(statePath(ws), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	now := time.Now()
+	park := func(id string, created time.Time) {
+		t.Helper()
+		args := `{"path":"` + id + `"}`
+		if err := db.CreateApproval(ctx, store.Approval{ID: id, Tool: "write_file", Args: json.RawMessage(args),
+			ArgsHash: "h-" + id, Session: "s1", Status: store.StatusPending, Created: created, Expires: created.Add(store.DefaultApprovalTTL)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decideAt := func(id string, approve bool, at time.Time) {
+		t.Helper()
+		if _, err := db.DecideApproval(ctx, id, approve, "alice", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	park("approved", now)
+	decideAt("approved", true, now)
+	park("denied", now)
+	decideAt("denied", false, now)
+	park("used", now)
+	decideAt("used", true, now)
+	if _, ok, err := db.ConsumeApproval(ctx, "write_file", "h-used", now); err != nil || !ok {
+		t.Fatalf("ConsumeApproval = %v, %v", ok, err)
+	}
+	past := now.Add(-time.Hour)
+	park("expired", past)
+	park("lapsed", past)
+	decideAt("lapsed", true, past.Add(time.Minute))
+
+	for _, tc := range []struct {
+		id   string
+		want []string // in the message, in this order
+	}{
+		{"approved", []string{"approval approved is approved already", "by alice", "runs once when it is made again in session s1"}},
+		{"denied", []string{"approval denied is denied already", "by alice", "make the call again"}},
+		{"used", []string{"approval used is used", "approved by alice", "has run", "asks anew"}},
+		{"expired", []string{"approval expired is expired", "no one decided it", "make the call again"}},
+		{"lapsed", []string{"approval lapsed is expired", "approved by alice", "never made again", "make the call again"}},
+	} {
+		for _, verb := range []string{"approve", "deny"} {
+			code, _, errOut := runCLI(t, verb, tc.id, "--workspace", ws)
+			if code != exitRefused {
+				t.Errorf("%s %s: exit %d, want %d", verb, tc.id, code, exitRefused)
+			}
+			rest := errOut
+			for _, w := range tc.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Errorf("%s %s said %q; want %q in it (after the earlier parts)", verb, tc.id, errOut, w)
+					break
+				}
+				rest = rest[i+len(w):]
+			}
+			if strings.Contains(errOut, " is ,") || strings.Contains(errOut, " is  ") {
+				t.Errorf("%s %s names no state: %q", verb, tc.id, errOut)
+			}
+		}
+	}
+	// What a refused decision found is what the store holds: nothing changed.
+	for id, want := range map[string]store.Status{"approved": store.StatusApproved, "denied": store.StatusDenied,
+		"used": store.StatusUsed, "expired": store.StatusExpired, "lapsed": store.StatusExpired} {
+		a, err := db.Approval(ctx, id, time.Now())
+		if err != nil || a.Status != want {
+			t.Errorf("approval %s is now %q, %v; want %q", id, a.Status, err, want)
+		}
 	}
 }

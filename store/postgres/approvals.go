@@ -160,14 +160,15 @@ func (db *DB) DecideApproval(ctx context.Context, id string, approve bool, by st
 		WHERE id = $4 AND status = 'pending' AND expires > $2
 		RETURNING `+approvalColumns, string(status), now, by, id), now)
 	if noRows(err) {
-		var exists bool
-		if err := db.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM approvals WHERE id = $1)", id).Scan(&exists); err != nil {
-			return store.Approval{}, fail(err)
-		}
-		if !exists {
+		// Say what became of it, as of now.
+		a, err := scanApproval(db.pool.QueryRow(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = $1", id), now)
+		if noRows(err) {
 			return store.Approval{}, fail(store.ErrNotFound)
 		}
-		return store.Approval{}, fail(store.ErrNotPending)
+		if err != nil {
+			return store.Approval{}, fail(err)
+		}
+		return a, fail(store.ErrNotPending)
 	}
 	if err != nil {
 		return store.Approval{}, fail(err)

@@ -53,7 +53,7 @@ var decideApproval = goredis.NewScript(`
 local P = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not_found'} end
 local st = redis.call('HMGET', KEYS[1], 'status', 'expires', 'tool', 'args_hash', 'created')
-if st[1] ~= 'pending' or tonumber(st[2]) <= tonumber(ARGV[4]) then return {'not_pending'} end
+if st[1] ~= 'pending' or tonumber(st[2]) <= tonumber(ARGV[4]) then return {'not_pending', redis.call('HGETALL', KEYS[1])} end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'decided', ARGV[4], 'decided_by', ARGV[5])
 redis.call('ZREM', P .. 'ap:i:pending', ARGV[2])
 if ARGV[3] == 'approved' then
@@ -234,15 +234,18 @@ func (db *DB) DecideApproval(ctx context.Context, id string, approve bool, by st
 	if err != nil {
 		return store.Approval{}, fail(err)
 	}
-	switch res[0] {
-	case "not_found":
+	if len(res) > 0 && res[0] == "not_found" {
 		return store.Approval{}, fail(store.ErrNotFound)
-	case "not_pending":
-		return store.Approval{}, fail(store.ErrNotPending)
+	}
+	if len(res) != 2 {
+		return store.Approval{}, fail(fmt.Errorf("unexpected reply of %d elements from the decide script", len(res)))
 	}
 	h, err := hashOf(res[1])
 	if err != nil {
 		return store.Approval{}, fail(err)
+	}
+	if res[0] == "not_pending" { // returned as it stands, to say what became of it
+		return approvalOf(h, n), fail(store.ErrNotPending)
 	}
 	return approvalOf(h, n), nil
 }

@@ -559,9 +559,9 @@ func (db *DB) PendingApprovals(ctx context.Context, now time.Time) ([]store.Appr
 }
 
 // DecideApproval approves or denies the approval id if it is pending and
-// unexpired at now, recording now and by. store.ErrNotFound or
-// store.ErrNotPending otherwise; of two concurrent decisions, also from two
-// processes, exactly one succeeds.
+// unexpired at now, recording now and by. store.ErrNotFound otherwise, or
+// store.ErrNotPending with the approval as it stands; of two concurrent
+// decisions, also from two processes, exactly one succeeds.
 func (db *DB) DecideApproval(ctx context.Context, id string, approve bool, by string, now time.Time) (a store.Approval, err error) {
 	defer func() {
 		if err != nil {
@@ -585,14 +585,15 @@ func (db *DB) DecideApproval(ctx context.Context, id string, approve bool, by st
 		WHERE id = ? AND status = 'pending' AND expires > ?
 		RETURNING `+columns, string(status), n, by, id, n), n)
 	if errors.Is(err, sql.ErrNoRows) {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM approvals WHERE id = ?)", id).Scan(&exists); err != nil {
-			return store.Approval{}, db.classify(err)
-		}
-		if !exists {
+		// Say what became of it, as of now, under the same lock.
+		a, err := scan(tx.QueryRowContext(ctx, "SELECT "+columns+" FROM approvals WHERE id = ?", id), n)
+		if errors.Is(err, sql.ErrNoRows) {
 			return store.Approval{}, store.ErrNotFound
 		}
-		return store.Approval{}, store.ErrNotPending
+		if err != nil {
+			return store.Approval{}, db.classify(err)
+		}
+		return a, store.ErrNotPending
 	}
 	if err != nil {
 		return store.Approval{}, db.classify(err)

@@ -64,6 +64,7 @@ func TestApprovals(t *testing.T, open func(t *testing.T) store.Approvals) {
 	t.Run("PendingApprovals", func(t *testing.T) { testPending(t, open(t)) })
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, open(t)) })
 	t.Run("DecideOnce", func(t *testing.T) { testDecideOnce(t, open) })
+	t.Run("NotPendingSaysWhy", func(t *testing.T) { testNotPendingSaysWhy(t, open(t)) })
 	t.Run("Consume", func(t *testing.T) { testConsume(t, open(t)) })
 	t.Run("ConsumeEachApprovalOnce", func(t *testing.T) { testConsumeEachOnce(t, open(t)) })
 	t.Run("ConcurrentConsume", func(t *testing.T) { testConcurrentConsume(t, open(t)) })
@@ -382,6 +383,53 @@ func testDecideOnce(t *testing.T, open func(t *testing.T) store.Approvals) {
 				t.Errorf("ConsumeApproval after %s = %q, %v, %v; want ok %v", tc.name, c.ID, ok, err, tc.approve)
 			}
 		})
+	}
+}
+
+// testNotPendingSaysWhy: a decision of an approval that is not pending
+// fails with ErrNotPending and returns the approval as it stands, so that
+// the person is told what became of it.
+func testNotPendingSaysWhy(t *testing.T, s store.Approvals) {
+	ctx := context.Background()
+	approved := approval("ap-approved", "write_file", `{"n":1}`, t0)
+	denied := approval("ap-denied", "write_file", `{"n":2}`, t0)
+	used := approval("ap-used", "write_file", `{"n":3}`, t0)
+	expired := approval("ap-expired", "write_file", `{"n":4}`, t0)
+	lapsed := approval("ap-lapsed", "write_file", `{"n":5}`, t0) // approved, never used
+	create(t, s, approved, denied, used, expired, lapsed)
+	decidedAt := t0.Add(time.Minute)
+	decide(t, s, approved.ID, true, "alice", decidedAt)
+	decide(t, s, denied.ID, false, "alice", decidedAt)
+	decide(t, s, used.ID, true, "alice", decidedAt)
+	decide(t, s, lapsed.ID, true, "alice", decidedAt)
+	if _, ok, err := s.ConsumeApproval(ctx, used.Tool, used.ArgsHash, decidedAt); err != nil || !ok {
+		t.Fatalf("ConsumeApproval = %v, %v", ok, err)
+	}
+	soon, late := decidedAt.Add(time.Minute), t0.Add(ttl)
+	for _, tc := range []struct {
+		id   string
+		now  time.Time
+		want store.Status
+	}{
+		{approved.ID, soon, store.StatusApproved},
+		{denied.ID, soon, store.StatusDenied},
+		{used.ID, soon, store.StatusUsed},
+		{used.ID, late, store.StatusUsed},
+		{expired.ID, late, store.StatusExpired},
+		{lapsed.ID, late, store.StatusExpired},
+	} {
+		for _, approve := range []bool{true, false} {
+			got, err := s.DecideApproval(ctx, tc.id, approve, "bob", tc.now)
+			if !errors.Is(err, store.ErrNotPending) {
+				t.Errorf("DecideApproval(%s, approve=%v) err = %v, want ErrNotPending", tc.id, approve, err)
+			}
+			if got.ID != tc.id || got.Status != tc.want {
+				t.Errorf("DecideApproval(%s, approve=%v) returned %q with status %q, want %q with %q", tc.id, approve, got.ID, got.Status, tc.id, tc.want)
+			}
+			if tc.want != store.StatusExpired && got.DecidedBy != "alice" {
+				t.Errorf("DecideApproval(%s) returned it decided by %q, want alice", tc.id, got.DecidedBy)
+			}
+		}
 	}
 }
 
