@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/store"
+	"airlock.dev/airlock/store/sqlite"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
@@ -327,65 +327,9 @@ func BenchmarkCallCalculate(b *testing.B) {
 	})
 }
 
-// memApprovals is an in-memory store.Approvals for the gate's tests; the
-// real backends pass storetest's conformance suite.
-type memApprovals struct {
-	mu sync.Mutex
-	m  map[string]store.Approval
-}
-
-func (s *memApprovals) CreateApproval(_ context.Context, a store.Approval) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[a.ID] = a
-	return nil
-}
-
-func (s *memApprovals) Approval(_ context.Context, id string, _ time.Time) (store.Approval, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.m[id]
-	if !ok {
-		return a, store.ErrNotFound
-	}
-	return a, nil
-}
-
-func (s *memApprovals) PendingApprovals(context.Context, time.Time) ([]store.Approval, error) {
-	return nil, nil
-}
-
-func (s *memApprovals) DecideApproval(_ context.Context, id string, approve bool, by string, now time.Time) (store.Approval, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.m[id]
-	if a.Status != store.StatusPending {
-		return a, store.ErrNotPending
-	}
-	a.Status, a.DecidedBy, a.Decided = store.StatusDenied, by, now
-	if approve {
-		a.Status = store.StatusApproved
-	}
-	s.m[id] = a
-	return a, nil
-}
-
-func (s *memApprovals) ConsumeApproval(_ context.Context, tool, hash string, now time.Time) (store.Approval, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, a := range s.m {
-		if a.Tool == tool && a.ArgsHash == hash && a.Status == store.StatusApproved && now.Before(a.Expires) {
-			a.Status = store.StatusUsed
-			s.m[id] = a
-			return a, true, nil
-		}
-	}
-	return store.Approval{}, false, nil
-}
-
-// fileTools is a workspace with the file tools and an in-memory approvals
-// store, for the approval tests.
-func fileTools(t *testing.T) (dir string, ws *workspace.Workspace, reg *tool.Registry, approvals *memApprovals) {
+// fileTools is a workspace with the file tools and an approvals store (the
+// embedded SQLite file), for the approval tests.
+func fileTools(t *testing.T) (dir string, ws *workspace.Workspace, reg *tool.Registry, approvals *sqlite.DB) {
 	t.Helper()
 	dir = t.TempDir()
 	ws, err := workspace.Open(dir, nil)
@@ -397,7 +341,12 @@ func fileTools(t *testing.T) (dir string, ws *workspace.Workspace, reg *tool.Reg
 	for _, tl := range tools.FileTools(ws) {
 		reg.Register(tl)
 	}
-	return dir, ws, reg, &memApprovals{m: map[string]store.Approval{}}
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dir, ws, reg, db
 }
 
 // TestApprovalFlow: an ask parks the exact call; once approved, that call
@@ -422,8 +371,8 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	// A check never parks anything.
 	g.Check(ctx, call("write_file", `{"path":"b.txt","content":"x"}`, "", "ask"))
-	if len(approvals.m) != 1 {
-		t.Fatalf("%d approvals parked, want 1", len(approvals.m))
+	if pending, err := approvals.PendingApprovals(ctx, time.Now()); err != nil || len(pending) != 1 {
+		t.Fatalf("%d approvals parked (%v), want 1", len(pending), err)
 	}
 	if _, err := approvals.DecideApproval(ctx, first.Approval.ID, true, "tester", time.Now()); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@
 // never imports. It holds four kinds of state:
 //
 //   - Approvals: pending approvals, calls the policy asked a person about,
-//     each bound to the exact call and expiring by itself;
+//     each bound to the exact call and expiring by itself, and remembered
+//     ones, which let the same call run again for a session or a
+//     workspace until they expire or are revoked;
 //   - Sessions: each session's step, spent budget, mode and kill flag, and
 //     one global kill flag;
 //   - Ledger: the idempotency ledger's entries (package ledger builds the
@@ -40,20 +42,25 @@ const (
 // Approval is one asked call: the exact tool and canonical arguments a
 // person approves or denies.
 type Approval struct {
-	ID        string          `json:"id"`
-	Tool      string          `json:"tool"`
-	Args      json.RawMessage `json:"args"`      // canonical JSON (see package canon)
-	ArgsHash  string          `json:"args_hash"` // canon.Bind of the call as the gate binds it: what a call is matched by
-	Session   string          `json:"session,omitempty"`
-	Role      string          `json:"role,omitempty"`
-	Mode      string          `json:"mode,omitempty"`
-	Rule      string          `json:"rule,omitempty"`   // the rule that asked
-	Reason    string          `json:"reason,omitempty"` // why it asked
-	Status    Status          `json:"status"`
-	Created   time.Time       `json:"created"`
-	Expires   time.Time       `json:"expires"`
-	Decided   time.Time       `json:"decided,omitzero"`
-	DecidedBy string          `json:"decided_by,omitempty"`
+	ID       string          `json:"id"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`      // canonical JSON (see package canon)
+	ArgsHash string          `json:"args_hash"` // canon.Bind of the call as the gate binds it: what a call is matched by
+	// SessionHash and WorkspaceHash are what a remembered approval of
+	// this call is found by, in ScopeSession and ScopeWorkspace (see
+	// Remembered); empty when the call cannot be remembered so.
+	SessionHash   string    `json:"session_hash,omitempty"`
+	WorkspaceHash string    `json:"workspace_hash,omitempty"`
+	Session       string    `json:"session,omitempty"`
+	Role          string    `json:"role,omitempty"`
+	Mode          string    `json:"mode,omitempty"`
+	Rule          string    `json:"rule,omitempty"`   // the rule that asked
+	Reason        string    `json:"reason,omitempty"` // why it asked
+	Status        Status    `json:"status"`
+	Created       time.Time `json:"created"`
+	Expires       time.Time `json:"expires"`
+	Decided       time.Time `json:"decided,omitzero"`
+	DecidedBy     string    `json:"decided_by,omitempty"`
 }
 
 // Errors callers branch on.
@@ -82,4 +89,7 @@ type Approvals interface {
 	// false when there is none. Two concurrent calls never consume the same
 	// approval.
 	ConsumeApproval(ctx context.Context, tool, argsHash string, now time.Time) (a Approval, ok bool, err error)
+	// Remembering: approvals a person asked to be remembered for the
+	// rest of a session, or for a workspace.
+	Remembering
 }

@@ -14,7 +14,7 @@ import (
 
 // approvalColumns is the column list every read and RETURNING clause uses,
 // in the order scanApproval expects.
-const approvalColumns = `id, tool, args, args_hash, session, role, mode, rule, reason,
+const approvalColumns = `id, tool, args, args_hash, session_hash, workspace_hash, session, role, mode, rule, reason,
 	status, created, expires, decided, decided_by`
 
 // createLock is the advisory lock CreateApproval holds while it counts the
@@ -28,7 +28,7 @@ func scanApproval(r pgx.Row, now time.Time) (store.Approval, error) {
 		status  string
 		decided *time.Time
 	)
-	if err := r.Scan(&a.ID, &a.Tool, &args, &a.ArgsHash, &a.Session, &a.Role, &a.Mode, &a.Rule, &a.Reason,
+	if err := r.Scan(&a.ID, &a.Tool, &args, &a.ArgsHash, &a.SessionHash, &a.WorkspaceHash, &a.Session, &a.Role, &a.Mode, &a.Rule, &a.Reason,
 		&status, &a.Created, &a.Expires, &decided, &a.DecidedBy); err != nil {
 		return store.Approval{}, err
 	}
@@ -89,10 +89,10 @@ func (db *DB) CreateApproval(ctx context.Context, a store.Approval) (err error) 
 		return fmt.Errorf("%w: %d are pending, the limit is %d", ErrTooManyPending, pending, db.maxPending)
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO approvals
-		(id, tool, args, args_hash, session, role, mode, rule, reason, status, created, expires)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11)
+		(id, tool, args, args_hash, session_hash, workspace_hash, session, role, mode, rule, reason, status, created, expires)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13)
 		ON CONFLICT (id) DO NOTHING`,
-		a.ID, a.Tool, string(a.Args), a.ArgsHash, a.Session, a.Role, a.Mode, a.Rule, a.Reason, a.Created, a.Expires)
+		a.ID, a.Tool, string(a.Args), a.ArgsHash, a.SessionHash, a.WorkspaceHash, a.Session, a.Role, a.Mode, a.Rule, a.Reason, a.Created, a.Expires)
 	if err != nil {
 		return err
 	}
@@ -156,24 +156,37 @@ func (db *DB) DecideApproval(ctx context.Context, id string, approve bool, by st
 	if approve {
 		status = store.StatusApproved
 	}
-	a, err := scanApproval(db.pool.QueryRow(ctx, `UPDATE approvals SET status = $1, decided = $2, decided_by = $3
+	a, err := decide(ctx, db.pool, id, status, by, now)
+	if err != nil {
+		return a, fail(err)
+	}
+	return a, nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// decide sets the approval id, if pending and unexpired at now, to status.
+// store.ErrNotFound otherwise, or store.ErrNotPending with the approval as
+// it stands.
+func decide(ctx context.Context, q querier, id string, status store.Status, by string, now time.Time) (store.Approval, error) {
+	a, err := scanApproval(q.QueryRow(ctx, `UPDATE approvals SET status = $1, decided = $2, decided_by = $3
 		WHERE id = $4 AND status = 'pending' AND expires > $2
 		RETURNING `+approvalColumns, string(status), now, by, id), now)
 	if noRows(err) {
 		// Say what became of it, as of now.
-		a, err := scanApproval(db.pool.QueryRow(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = $1", id), now)
+		a, err := scanApproval(q.QueryRow(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = $1", id), now)
 		if noRows(err) {
-			return store.Approval{}, fail(store.ErrNotFound)
+			return store.Approval{}, store.ErrNotFound
 		}
 		if err != nil {
-			return store.Approval{}, fail(err)
+			return store.Approval{}, err
 		}
-		return a, fail(store.ErrNotPending)
+		return a, store.ErrNotPending
 	}
-	if err != nil {
-		return store.Approval{}, fail(err)
-	}
-	return a, nil
+	return a, err
 }
 
 // ConsumeApproval implements store.Approvals. The inner SELECT skips rows

@@ -240,6 +240,32 @@ var migrations = []string{
 	CREATE INDEX runs_updated ON runs (updated);`,
 	// 3: sessions are pruned by updated (store.KeepSessions).
 	`CREATE INDEX sessions_updated ON sessions (updated);`,
+	// 4: remembered approvals (store.Remembered), and the hashes an
+	// approval is remembered by; an approval from before has none and
+	// cannot be remembered.
+	`ALTER TABLE approvals ADD COLUMN session_hash text NOT NULL DEFAULT '',
+		ADD COLUMN workspace_hash text NOT NULL DEFAULT '';
+	CREATE TABLE remembered (
+		id          text        NOT NULL PRIMARY KEY,
+		scope       text        NOT NULL CHECK (scope IN ('session', 'workspace')),
+		tool        text        NOT NULL,
+		args        text        NOT NULL,
+		hash        text        NOT NULL,
+		session     text        NOT NULL DEFAULT '',
+		role        text        NOT NULL DEFAULT '',
+		mode        text        NOT NULL DEFAULT '',
+		rule        text        NOT NULL DEFAULT '',
+		reason      text        NOT NULL DEFAULT '',
+		approved_by text        NOT NULL DEFAULT '',
+		created     timestamptz NOT NULL,
+		expires     timestamptz NOT NULL,
+		uses        bigint      NOT NULL DEFAULT 0,
+		last_used   timestamptz,
+		revoked     timestamptz,
+		revoked_by  text        NOT NULL DEFAULT ''
+	);
+	CREATE INDEX remembered_match ON remembered (scope, tool, hash);
+	CREATE INDEX remembered_created ON remembered (created);`,
 }
 
 // migrate creates the schema and brings it to len(migrations), in one
@@ -281,7 +307,8 @@ func (db *DB) migrate(ctx context.Context) error {
 }
 
 // Prune implements store.Backend: finished approvals older than
-// store.KeepFinished, ledger entries past their Expires, run checkpoints
+// store.KeepFinished, remembered approvals revoked or expired before then,
+// ledger entries past their Expires, run checkpoints
 // last updated before now minus store.KeepRuns, and sessions last updated
 // before now minus store.KeepSessions. The global kill flag stays.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
@@ -292,16 +319,22 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store/postgres: pruning approvals: %w", err)
 	}
+	rm, err := db.pool.Exec(ctx, `DELETE FROM remembered
+		WHERE (revoked IS NOT NULL AND revoked < $1) OR expires < $1`, cut)
+	if err != nil {
+		return tag.RowsAffected(), fmt.Errorf("store/postgres: pruning remembered approvals: %w", err)
+	}
+	approvals := tag.RowsAffected() + rm.RowsAffected()
 	runs, err := db.pool.Exec(ctx, "DELETE FROM runs WHERE updated < $1", now.Add(-store.KeepRuns))
 	if err != nil {
-		return tag.RowsAffected(), fmt.Errorf("store/postgres: pruning runs: %w", err)
+		return approvals, fmt.Errorf("store/postgres: pruning runs: %w", err)
 	}
 	sessions, err := db.pruneSessions(ctx, now)
 	if err != nil {
-		return tag.RowsAffected() + runs.RowsAffected(), err
+		return approvals + runs.RowsAffected(), err
 	}
 	n, err := db.PruneLedger(ctx, now)
-	return tag.RowsAffected() + runs.RowsAffected() + sessions + n, err
+	return approvals + runs.RowsAffected() + sessions + n, err
 }
 
 // retry runs f in a transaction, starting over (at most MaxRetries times)

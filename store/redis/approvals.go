@@ -116,7 +116,7 @@ return {deleted, #ids}
 func approvalOf(h hash, now int64) store.Approval {
 	a := store.Approval{
 		ID: h["id"], Tool: h["tool"], Args: json.RawMessage(h["args"]), ArgsHash: h["args_hash"],
-		Session: h["session"], Role: h["role"], Mode: h["mode"], Rule: h["rule"], Reason: h["reason"],
+		SessionHash: h["session_hash"], WorkspaceHash: h["workspace_hash"], Session: h["session"], Role: h["role"], Mode: h["mode"], Rule: h["rule"], Reason: h["reason"],
 		Status: store.Status(h["status"]), Created: h.time("created"), Expires: h.time("expires"),
 		Decided: h.time("decided"), DecidedBy: h["decided_by"],
 	}
@@ -153,7 +153,7 @@ func (db *DB) CreateApproval(ctx context.Context, a store.Approval) (err error) 
 	res, err := createApproval.Run(ctx, db.c, []string{db.approvalKey(a.ID)},
 		db.prefix, a.ID, ts[0], db.maxPending,
 		"id", a.ID, "tool", a.Tool, "args", string(a.Args), "args_hash", a.ArgsHash,
-		"session", a.Session, "role", a.Role, "mode", a.Mode, "rule", a.Rule, "reason", a.Reason,
+		"session_hash", a.SessionHash, "workspace_hash", a.WorkspaceHash, "session", a.Session, "role", a.Role, "mode", a.Mode, "rule", a.Rule, "reason", a.Reason,
 		"status", "pending", "created", ts[0], "expires", ts[1], "decided_by", "",
 	).Text()
 	switch {

@@ -230,7 +230,8 @@ func (h hash) time(field string) time.Time {
 }
 
 // Prune implements store.Backend: finished approvals older than
-// store.KeepFinished, ledger entries past their Expires, run checkpoints
+// store.KeepFinished, remembered approvals revoked or expired before then,
+// ledger entries past their Expires, run checkpoints
 // last updated before now minus store.KeepRuns, and sessions last updated
 // before now minus store.KeepSessions. The global kill flag stays.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
@@ -238,18 +239,14 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store/redis: pruning: %w", err)
 	}
-	var total, offset int64
-	for {
-		res, err := pruneApprovals.Run(ctx, db.c, nil, db.prefix, cut, offset, PruneBatch).Int64Slice()
-		if err != nil {
-			return total, fmt.Errorf("store/redis: pruning approvals: %w", err)
-		}
-		deleted, scanned := res[0], res[1]
-		total += deleted
-		offset += scanned - deleted
-		if scanned < PruneBatch {
-			break
-		}
+	total, err := db.pruneBatches(ctx, pruneApprovals, "approvals", cut)
+	if err != nil {
+		return total, err
+	}
+	remembered, err := db.pruneBatches(ctx, pruneRemembered, "remembered approvals", cut)
+	total += remembered
+	if err != nil {
+		return total, err
 	}
 	runs, err := db.pruneBefore(ctx, pruneRuns, "runs", store.KeepRuns, now)
 	if err != nil {
@@ -261,4 +258,26 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	}
 	n, err := db.PruneLedger(ctx, now)
 	return total + runs + sessions + n, err
+}
+
+// pruneBatches runs a pruning script over its index in batches of at most
+// PruneBatch records, each batch starting where the records the last one
+// kept end, and returns how many it deleted.
+func (db *DB) pruneBatches(ctx context.Context, script *goredis.Script, what string, cut int64) (int64, error) {
+	var total, offset int64
+	for {
+		res, err := script.Run(ctx, db.c, nil, db.prefix, cut, offset, PruneBatch).Int64Slice()
+		if err != nil {
+			return total, fmt.Errorf("store/redis: pruning %s: %w", what, err)
+		}
+		if len(res) != 2 {
+			return total, fmt.Errorf("store/redis: pruning %s: unexpected reply of %d elements", what, len(res))
+		}
+		deleted, scanned := res[0], res[1]
+		total += deleted
+		offset += scanned - deleted
+		if scanned < PruneBatch {
+			return total, nil
+		}
+	}
 }

@@ -305,6 +305,33 @@ var migrations = []string{
 	CREATE INDEX runs_updated ON runs (updated);`,
 	// 4: sessions are pruned by updated (store.KeepSessions).
 	`CREATE INDEX sessions_updated ON sessions (updated);`,
+	// 5: remembered approvals (store.Remembered), and the hashes an
+	// approval is remembered by; an approval from before has none and
+	// cannot be remembered. revoked is NULL until revoked, last_used until
+	// used.
+	`ALTER TABLE approvals ADD COLUMN session_hash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE approvals ADD COLUMN workspace_hash TEXT NOT NULL DEFAULT '';
+	CREATE TABLE remembered (
+		id          TEXT    NOT NULL PRIMARY KEY,
+		scope       TEXT    NOT NULL CHECK (scope IN ('session', 'workspace')),
+		tool        TEXT    NOT NULL,
+		args        TEXT    NOT NULL,
+		hash        TEXT    NOT NULL,
+		session     TEXT    NOT NULL DEFAULT '',
+		role        TEXT    NOT NULL DEFAULT '',
+		mode        TEXT    NOT NULL DEFAULT '',
+		rule        TEXT    NOT NULL DEFAULT '',
+		reason      TEXT    NOT NULL DEFAULT '',
+		approved_by TEXT    NOT NULL DEFAULT '',
+		created     INTEGER NOT NULL,
+		expires     INTEGER NOT NULL,
+		uses        INTEGER NOT NULL DEFAULT 0,
+		last_used   INTEGER,
+		revoked     INTEGER,
+		revoked_by  TEXT    NOT NULL DEFAULT ''
+	) STRICT;
+	CREATE INDEX remembered_match ON remembered (scope, tool, hash);
+	CREATE INDEX remembered_created ON remembered (created);`,
 }
 
 // migrate brings the file to len(migrations) in one IMMEDIATE transaction,
@@ -346,7 +373,8 @@ func (db *DB) migrate(ctx context.Context) error {
 const KeepFinished = store.KeepFinished
 
 // Prune deletes the approvals that finished before now minus
-// KeepFinished, the ledger entries past their Expires, the run
+// KeepFinished, the remembered approvals revoked or expired before then,
+// the ledger entries past their Expires, the run
 // checkpoints last updated before now minus store.KeepRuns and the
 // sessions last updated before now minus store.KeepSessions, and returns
 // how many. The global kill flag stays.
@@ -362,6 +390,16 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, err)
 	}
+	res, err = db.sql.ExecContext(ctx, `DELETE FROM remembered
+		WHERE (revoked IS NOT NULL AND revoked < ?) OR expires < ?`, cut, cut)
+	if err != nil {
+		return n, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, db.classify(err))
+	}
+	m, err := res.RowsAffected()
+	if err != nil {
+		return n, fmt.Errorf("store/sqlite: pruning %s: %w", db.path, err)
+	}
+	n += m
 	runs, err := db.pruneOlder(ctx, "runs", store.KeepRuns, now)
 	if err != nil {
 		return n, err
@@ -370,7 +408,7 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return n + runs, err
 	}
-	m, err := db.PruneLedger(ctx, now)
+	m, err = db.PruneLedger(ctx, now)
 	return n + runs + sessions + m, err
 }
 
@@ -400,7 +438,7 @@ func (db *DB) classify(err error) error {
 
 // columns is the column list every read and RETURNING clause uses, in the
 // order scan expects.
-const columns = `id, tool, args, args_hash, session, role, mode, rule, reason,
+const columns = `id, tool, args, args_hash, session_hash, workspace_hash, session, role, mode, rule, reason,
 	status, created, expires, decided, decided_by`
 
 // scanner is *sql.Row or *sql.Rows.
@@ -414,7 +452,7 @@ func scan(r scanner, now int64) (store.Approval, error) {
 		created, expires int64
 		decided          sql.NullInt64
 	)
-	if err := r.Scan(&a.ID, &a.Tool, &args, &a.ArgsHash, &a.Session, &a.Role, &a.Mode, &a.Rule, &a.Reason,
+	if err := r.Scan(&a.ID, &a.Tool, &args, &a.ArgsHash, &a.SessionHash, &a.WorkspaceHash, &a.Session, &a.Role, &a.Mode, &a.Rule, &a.Reason,
 		&status, &created, &expires, &decided, &a.DecidedBy); err != nil {
 		return store.Approval{}, err
 	}
@@ -505,9 +543,9 @@ func (db *DB) CreateApproval(ctx context.Context, a store.Approval) (err error) 
 		return errors.New("the id is taken")
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals
-		(id, tool, args, args_hash, session, role, mode, rule, reason, status, created, expires)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-		a.ID, a.Tool, string(a.Args), a.ArgsHash, a.Session, a.Role, a.Mode, a.Rule, a.Reason, created, expires,
+		(id, tool, args, args_hash, session_hash, workspace_hash, session, role, mode, rule, reason, status, created, expires)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+		a.ID, a.Tool, string(a.Args), a.ArgsHash, a.SessionHash, a.WorkspaceHash, a.Session, a.Role, a.Mode, a.Rule, a.Reason, created, expires,
 	); err != nil {
 		return db.classify(err)
 	}
@@ -581,7 +619,20 @@ func (db *DB) DecideApproval(ctx context.Context, id string, approve bool, by st
 		return store.Approval{}, db.classify(err)
 	}
 	defer tx.Rollback()
-	a, err = scan(tx.QueryRowContext(ctx, `UPDATE approvals SET status = ?, decided = ?, decided_by = ?
+	if a, err = db.decide(ctx, tx, id, status, by, n); err != nil {
+		return a, err
+	}
+	if err := tx.Commit(); err != nil {
+		return store.Approval{}, db.classify(err)
+	}
+	return a, nil
+}
+
+// decide sets the approval id, if pending and unexpired at n, to status,
+// within tx. store.ErrNotFound otherwise, or store.ErrNotPending with the
+// approval as it stands.
+func (db *DB) decide(ctx context.Context, tx *sql.Tx, id string, status store.Status, by string, n int64) (store.Approval, error) {
+	a, err := scan(tx.QueryRowContext(ctx, `UPDATE approvals SET status = ?, decided = ?, decided_by = ?
 		WHERE id = ? AND status = 'pending' AND expires > ?
 		RETURNING `+columns, string(status), n, by, id, n), n)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -596,9 +647,6 @@ func (db *DB) DecideApproval(ctx context.Context, id string, approve bool, by st
 		return a, store.ErrNotPending
 	}
 	if err != nil {
-		return store.Approval{}, db.classify(err)
-	}
-	if err := tx.Commit(); err != nil {
 		return store.Approval{}, db.classify(err)
 	}
 	return a, nil

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -491,4 +492,45 @@ func TestBackendPrune(t *testing.T) {
 	storetest.TestPrune(t, func(t *testing.T) store.Backend {
 		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
 	})
+}
+
+// TestUpgradeBeforeRemembered: a file made before remembered approvals
+// (schema version 4) migrates with its approvals kept; one pending from
+// before carries no scope hash, so it can be approved once but not
+// remembered.
+func TestUpgradeBeforeRemembered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	ctx := context.Background()
+	if err := os.WriteFile(path, nil, fileMode); err != nil {
+		t.Fatal(err)
+	}
+	old, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const before = 4
+	stmts := append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL PRIMARY KEY, applied INTEGER NOT NULL) STRICT`}, migrations[:before]...)
+	for v := 1; v <= before; v++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_version (version, applied) VALUES (%d, 0)", v))
+	}
+	stmts = append(stmts, fmt.Sprintf(`INSERT INTO approvals (id, tool, args, args_hash, status, created, expires)
+		VALUES ('ap-old', 'write_file', '{}', 'h', 'pending', %d, %d)`, t0.UnixNano(), t0.Add(time.Hour).UnixNano()))
+	for _, s := range stmts {
+		if _, err := old.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	old.Close()
+
+	db := open(t, path, nil)
+	a, err := db.Approval(ctx, "ap-old", t0)
+	if err != nil || a.Status != store.StatusPending || a.SessionHash != "" || a.WorkspaceHash != "" {
+		t.Fatalf("the old approval after the upgrade = %+v, %v", a, err)
+	}
+	if _, err := db.RememberApproval(ctx, "ap-old", store.ScopeWorkspace, "alice", t0, t0.Add(store.RememberFor)); !errors.Is(err, store.ErrCannotRemember) {
+		t.Errorf("remembering an approval from before the upgrade: %v, want ErrCannotRemember", err)
+	}
+	if _, err := db.DecideApproval(ctx, "ap-old", true, "alice", t0); err != nil {
+		t.Errorf("approving it once: %v", err)
+	}
 }

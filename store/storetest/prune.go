@@ -12,7 +12,8 @@ import (
 
 // TestPrune runs the retention part of the suite on a whole store.Backend:
 // Prune deletes the approvals finished (used, denied or expired) more than
-// store.KeepFinished ago, the ledger entries past their Expires, the run
+// store.KeepFinished ago, the remembered approvals revoked or expired more
+// than store.KeepFinished ago, the ledger entries past their Expires, the run
 // checkpoints last updated more than store.KeepRuns ago and the sessions
 // last updated more than store.KeepSessions ago, counts each, and keeps
 // everything else, the global kill flag included. open must return a
@@ -100,9 +101,45 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	if err := s.SetKillAll(ctx, true); err != nil {
 		t.Fatal(err)
 	}
+	// A remembered approval goes once revoked or expired more than
+	// KeepFinished ago; one in force stays, though the approval it was
+	// made from (approved at t0, never used, so expired) goes.
+	rememberAt := func(id string, life time.Duration) {
+		t.Helper()
+		a := store.Approval{ID: id, Tool: "t", Args: json.RawMessage(`{}`), ArgsHash: "h-" + id, WorkspaceHash: "w-" + id,
+			Status: store.StatusPending, Created: t0, Expires: t0.Add(ttl)}
+		if err := s.CreateApproval(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RememberApproval(ctx, id, store.ScopeWorkspace, "x", t0, t0.Add(life)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revokeAt := func(id string, at time.Time) {
+		t.Helper()
+		if _, err := s.RevokeRemembered(ctx, id, "y", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rememberAt("rm-old-expired", time.Hour)
+	rememberAt("rm-old-revoked", 2*store.RememberFor)
+	revokeAt("rm-old-revoked", t0.Add(time.Hour))
+	rememberAt("rm-recent-revoked", 2*store.RememberFor)
+	revokeAt("rm-recent-revoked", now.Add(-time.Hour))
+	rememberAt("rm-in-force", 2*store.RememberFor)
+
 	n, err := s.Prune(ctx, now)
-	if err != nil || n != 9 {
-		t.Errorf("Prune = %d, %v; want 9 (3 approvals, 2 ledger entries, 2 runs, 2 sessions)", n, err)
+	if err != nil || n != 15 {
+		t.Errorf("Prune = %d, %v; want 15 (7 approvals, 2 remembered, 2 ledger entries, 2 runs, 2 sessions)", n, err)
+	}
+	if _, ok, err := s.UseRemembered(ctx, store.ScopeWorkspace, "t", "w-rm-in-force", now); err != nil || !ok {
+		t.Errorf("UseRemembered after Prune = %v, %v; want the one in force still found", ok, err)
+	}
+	for id, kept := range map[string]bool{"rm-old-expired": false, "rm-old-revoked": false, "rm-recent-revoked": true, "rm-in-force": true} {
+		_, err := s.RevokeRemembered(ctx, id, "z", now)
+		if got := !errors.Is(err, store.ErrNotFound); got != kept {
+			t.Errorf("remembered approval %s: kept %v (%v), want %v", id, got, err, kept)
+		}
 	}
 	for id, kept := range map[string]bool{"old-denied": false, "old-used": false, "old-expired": false, "recent-denied": true, "pending": true} {
 		_, err := s.Approval(ctx, id, now)

@@ -1,7 +1,10 @@
 // Package storetest is the conformance suite every backend of the store
 // interfaces must pass, so that the embedded SQLite file, Postgres and Redis
 // keep exactly the same promises: an approval is bound to one exact call,
-// expires by itself, is decided once and is consumed once; a session's
+// expires by itself, is decided once and is consumed once; a remembered
+// approval is made in the same step as its decision, matches only its own
+// scope and hash, is counted at each use and ends when it expires or is
+// revoked; a session's
 // charges never pass its budget nor a kill; a ledger key is held by one
 // owner at a time, fenced by its token, taken over only after its lease,
 // and its effect runs exactly once however many goroutines race on it
@@ -70,6 +73,7 @@ func TestApprovals(t *testing.T, open func(t *testing.T) store.Approvals) {
 	t.Run("ConcurrentConsume", func(t *testing.T) { testConcurrentConsume(t, open(t)) })
 	t.Run("ConcurrentDecide", func(t *testing.T) { testConcurrentDecide(t, open(t)) })
 	t.Run("IDsNameNoIndex", func(t *testing.T) { testIDsNameNoIndex(t, open(t)) })
+	testRemembered(t, open)
 }
 
 // testIDsNameNoIndex: ids that look like a backend's own names (Redis's
@@ -158,11 +162,11 @@ func checkTime(t *testing.T, what string, got, want time.Time) {
 func checkSame(t *testing.T, got, want store.Approval) {
 	t.Helper()
 	type fields struct {
-		ID, Tool, Args, ArgsHash, Session, Role, Mode, Rule, Reason, DecidedBy string
-		Status                                                                 store.Status
+		ID, Tool, Args, ArgsHash, SessionHash, WorkspaceHash, Session, Role, Mode, Rule, Reason, DecidedBy string
+		Status                                                                                             store.Status
 	}
-	g := fields{got.ID, got.Tool, string(got.Args), got.ArgsHash, got.Session, got.Role, got.Mode, got.Rule, got.Reason, got.DecidedBy, got.Status}
-	w := fields{want.ID, want.Tool, string(want.Args), want.ArgsHash, want.Session, want.Role, want.Mode, want.Rule, want.Reason, want.DecidedBy, want.Status}
+	g := fields{got.ID, got.Tool, string(got.Args), got.ArgsHash, got.SessionHash, got.WorkspaceHash, got.Session, got.Role, got.Mode, got.Rule, got.Reason, got.DecidedBy, got.Status}
+	w := fields{want.ID, want.Tool, string(want.Args), want.ArgsHash, want.SessionHash, want.WorkspaceHash, want.Session, want.Role, want.Mode, want.Rule, want.Reason, want.DecidedBy, want.Status}
 	if g != w {
 		t.Errorf("approval %q:\n got %+v\nwant %+v", want.ID, g, w)
 	}
@@ -173,18 +177,20 @@ func checkSame(t *testing.T, got, want store.Approval) {
 
 func testCreateAndGet(t *testing.T, s store.Approvals) {
 	a := store.Approval{
-		ID:       "ap-1",
-		Tool:     "write_file",
-		Args:     json.RawMessage(`{"content":"x","path":"a.txt"}`),
-		ArgsHash: hash("write_file", `{"content":"x","path":"a.txt"}`),
-		Session:  "sess-1",
-		Role:     "developer",
-		Mode:     "ask",
-		Rule:     "writes-ask",
-		Reason:   "writes need a person",
-		Status:   store.StatusPending,
-		Created:  t0,
-		Expires:  t0.Add(ttl),
+		ID:            "ap-1",
+		Tool:          "write_file",
+		Args:          json.RawMessage(`{"content":"x","path":"a.txt"}`),
+		ArgsHash:      hash("write_file", `{"content":"x","path":"a.txt"}`),
+		SessionHash:   hash("write_file", "session"),
+		WorkspaceHash: hash("write_file", "workspace"),
+		Session:       "sess-1",
+		Role:          "developer",
+		Mode:          "ask",
+		Rule:          "writes-ask",
+		Reason:        "writes need a person",
+		Status:        store.StatusPending,
+		Created:       t0,
+		Expires:       t0.Add(ttl),
 	}
 	create(t, s, a)
 	checkSame(t, get(t, s, a.ID, t0), a)
