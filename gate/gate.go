@@ -235,7 +235,7 @@ var stages = []stage{
 	{"guards", (*Gate).guards},           // workspace paths and glob patterns, command lines, URLs as written
 	{"intent", (*Gate).intent},           // untrusted values, sensitive tokens off the goal
 	{"loop", (*Gate).loop},               // the kill switch (budgets are the agent loop's, per step)
-	{"approval", (*Gate).approval},       // an ask runs once approved, else parks as an approval
+	{"approval", (*Gate).approval},       // an ask runs once approved, or under a remembered approval, else parks as an approval
 	{"idempotency", (*Gate).idempotency}, // the exactly-once ledger
 	{"execute", (*Gate).executeStage},    // the executor, under the deadline
 	{"after", (*Gate).after},             // size cap, redaction, injection scan, envelopes
@@ -548,8 +548,10 @@ func (g *Gate) commandGuard(c *call) *tool.Error {
 
 // approval lets an asked call run only when a person approved exactly this
 // call (tool and canonical arguments) and the approval has not been used or
-// expired; otherwise it parks the call as a pending approval and ends it
-// with approval_required, naming the approval. A check parks nothing.
+// expired, or a remembered approval of this call's shape is in force for
+// its session or workspace; otherwise it parks the call as a pending
+// approval and ends it with approval_required, naming the approval. A
+// check parks nothing and uses nothing.
 func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 	if c.verdict.Action != policy.Ask {
 		return nil, "pass"
@@ -575,13 +577,27 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 		c.verdict.Action = policy.Allow
 		return nil, "allow"
 	}
+	for _, scope := range []store.Scope{store.ScopeSession, store.ScopeWorkspace} {
+		r, ok, err := g.opts.Approvals.UseRemembered(ctx, scope, c.Tool, g.scopeHash(c, args, scope), now)
+		if err != nil {
+			c.note = err.Error()
+			return internalError("the approvals store failed"), "error"
+		}
+		if ok {
+			c.note = fmt.Sprintf("approved by %s as remembered approval %s (scope %s, use %d)", r.ApprovedBy, r.ID, r.Scope, r.Uses)
+			c.verdict.Action = policy.Allow
+			return nil, "allow"
+		}
+	}
 	ttl := g.opts.ApprovalTTL
 	if ttl <= 0 {
 		ttl = store.DefaultApprovalTTL
 	}
 	req := store.Approval{
 		ID: newID(), Tool: c.Tool, Args: args, ArgsHash: hash,
-		Session: c.Session, Role: c.Role, Mode: c.Mode, Rule: c.verdict.Rule, Reason: c.verdict.Reason,
+		SessionHash:   g.scopeHash(c, args, store.ScopeSession),
+		WorkspaceHash: g.scopeHash(c, args, store.ScopeWorkspace),
+		Session:       c.Session, Role: c.Role, Mode: c.Mode, Rule: c.verdict.Rule, Reason: c.verdict.Reason,
 		Status: store.StatusPending, Created: now, Expires: now.Add(ttl),
 	}
 	if err := g.opts.Approvals.CreateApproval(ctx, req); err != nil {
@@ -590,8 +606,36 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 	}
 	c.approval = &tool.ApprovalRequest{ID: req.ID, Tool: req.Tool, Args: req.Args, Expires: req.Expires}
 	e.Message += " (approval " + req.ID + " is pending)"
-	e.Hint = "A person approves it with `airlock approve " + req.ID + "`; then make the same call again in the same session"
+	e.Hint = "A person approves it with `airlock approve " + req.ID + "`; then make the same call again in the same session " +
+		"(approved with --remember session or --remember workspace, the same call runs again in this session, or in this workspace, without asking)"
 	return e, "ask"
+}
+
+// Labels that set the hash of each scope of remembered approval apart from
+// every other hash the key makes.
+const (
+	sessionScopeLabel   = "airlock remembered approval: session"
+	workspaceScopeLabel = "airlock remembered approval: workspace"
+)
+
+// scopeHash is what a remembered approval of scope is found by: what
+// approvalHash binds, and the rule that asked, so that an approval given
+// when one rule asked does not answer another (a session that read flagged
+// content asks of its own); for store.ScopeWorkspace the workspace
+// directory in place of the session. It is "" for a scope that cannot be
+// remembered: store.ScopeWorkspace with no workspace, or store.ScopeOnce.
+func (g *Gate) scopeHash(c *call, args []byte, scope store.Scope) string {
+	var parts []string
+	switch {
+	case scope == store.ScopeSession:
+		parts = []string{sessionScopeLabel, c.Session}
+	case scope == store.ScopeWorkspace && g.opts.Workspace != nil:
+		parts = []string{workspaceScopeLabel, g.opts.Workspace.Dir()}
+	default:
+		return ""
+	}
+	parts = append(parts, c.Tool, string(args), c.Role, c.Mode, c.verdict.Rule)
+	return canon.Bind(g.opts.ApprovalKey, append(parts, c.paths...)...)
 }
 
 // approvalHash is what an approval is found by: the tool, the canonical

@@ -396,23 +396,37 @@ func TestApprovalFlow(t *testing.T) {
 
 // TestPlantedApprovalDoesNotMatch: with a key, an approval written into the
 // store by someone without the key (a repository that ships a state file)
-// matches no call.
+// matches no call, whether approved once or remembered for a session or
+// the workspace.
 func TestPlantedApprovalDoesNotMatch(t *testing.T) {
-	dir, ws, reg, approvals := fileTools(t)
-	unkeyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
-	keyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals,
-		ApprovalKey: []byte("a secret the planter does not have")})
-	ctx := context.Background()
-	c := call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")
-	c.Session = "s1"
-	// The planter parks and approves the call without the key.
-	parked := unkeyed.Call(ctx, c)
-	approvals.DecideApproval(ctx, parked.Approval.ID, true, "planter", time.Now())
-	if res := keyed.Call(ctx, c); res.Error == nil || res.Error.Code != tool.CodeApprovalRequired {
-		t.Fatalf("a planted approval let the call run: %+v", res)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
-		t.Fatal("the file was written")
+	for _, scope := range []store.Scope{store.ScopeOnce, store.ScopeSession, store.ScopeWorkspace} {
+		t.Run(string(scope), func(t *testing.T) {
+			dir, ws, reg, approvals := fileTools(t)
+			unkeyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
+			keyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals,
+				ApprovalKey: []byte("a secret the planter does not have")})
+			ctx := context.Background()
+			c := call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")
+			c.Session = "s1"
+			// The planter parks and approves the call without the key.
+			parked := unkeyed.Call(ctx, c)
+			now := time.Now()
+			var err error
+			if scope == store.ScopeOnce {
+				_, err = approvals.DecideApproval(ctx, parked.Approval.ID, true, "planter", now)
+			} else {
+				_, err = approvals.RememberApproval(ctx, parked.Approval.ID, scope, "planter", now, now.Add(store.RememberFor))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := keyed.Call(ctx, c); res.Error == nil || res.Error.Code != tool.CodeApprovalRequired {
+				t.Fatalf("a planted approval let the call run: %+v", res)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
+				t.Fatal("the file was written")
+			}
+		})
 	}
 }
 
