@@ -173,8 +173,9 @@ func runApprovals(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	fs.SetOutput(stderr)
 	sf := registerSettings(fs, false)
 	asJSON := fs.Bool("json", false, "print one JSON object per approval")
+	remembered := fs.Bool("remembered", false, "list the remembered approvals in force (airlock approve --remember) instead")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: airlock approvals [--workspace DIR] [--json]\n\nLists the pending approvals, each with the exact call it would let run once.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: airlock approvals [--remembered] [--workspace DIR] [--json]\n\nLists the pending approvals, each with the exact call it would let run once;\nwith --remembered, the remembered approvals in force, each with the exact call\nit lets run again, its scope and expiry (`airlock revoke ID` ends one).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -189,6 +190,9 @@ func runApprovals(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return refused(stderr, "approvals", err)
 	}
 	defer db.Close()
+	if *remembered {
+		return listRemembered(ctx, db, *asJSON, stdout, stderr)
+	}
 	list, err := db.PendingApprovals(ctx, time.Now())
 	if err != nil {
 		return refused(stderr, "approvals", err)
@@ -208,6 +212,40 @@ func runApprovals(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	return exitOK
 }
 
+// listRemembered prints the remembered approvals in force.
+func listRemembered(ctx context.Context, db store.Approvals, asJSON bool, stdout, stderr io.Writer) int {
+	list, err := db.RememberedApprovals(ctx, time.Now())
+	if err != nil {
+		return refused(stderr, "approvals", err)
+	}
+	for _, r := range list {
+		if asJSON {
+			line, _ := json.Marshal(r)
+			fmt.Fprintf(stdout, "%s\n", line)
+			continue
+		}
+		used := "never used"
+		if r.Uses > 0 {
+			used = fmt.Sprintf("used %d times, last %s", r.Uses, r.LastUsed.Local().Format(time.DateTime))
+		}
+		fmt.Fprintf(stdout, "%s  %s %s\n    remembered for %s by %s until %s; %s\n    asked by rule %s; role %s, mode %s\n",
+			r.ID, r.Tool, r.Args, scopeName(r.Scope, r.Session), r.ApprovedBy, r.Expires.Local().Format(time.DateTime), used,
+			r.Rule, r.Role, r.Mode)
+	}
+	if !asJSON {
+		fmt.Fprintf(stderr, "%d remembered\n", len(list))
+	}
+	return exitOK
+}
+
+// scopeName says where a remembered approval of scope holds.
+func scopeName(scope store.Scope, session string) string {
+	if scope == store.ScopeSession {
+		return "session " + session
+	}
+	return "this workspace"
+}
+
 func runApprove(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return decide(ctx, "approve", true, args, stdout, stderr)
 }
@@ -220,13 +258,26 @@ func decide(ctx context.Context, name string, approve bool, args []string, stdou
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf := registerSettings(fs, false)
+	usage := fmt.Sprintf("usage: airlock %s ID [--workspace DIR]", name)
+	var remember *string
+	if approve {
+		remember = fs.String("remember", "once", "how far the approval reaches: `once` (the one call, once), session (the same call for the rest of its session) or workspace (the same call in this workspace, any session, for "+rememberForText+")")
+		usage = "usage: airlock approve ID [--remember once|session|workspace] [--workspace DIR]"
+	}
 	rest, err := interleaved(fs, args)
 	if err != nil {
 		return usageExit(err)
 	}
 	if len(rest) != 1 {
-		fmt.Fprintf(stderr, "usage: airlock %s ID [--workspace DIR]\n", name)
+		fmt.Fprintln(stderr, usage)
 		return exitUsage
+	}
+	scope := store.ScopeOnce
+	if remember != nil {
+		if scope, err = store.ParseScope(*remember); err != nil {
+			fmt.Fprintf(stderr, "airlock %s: --remember: %v\n", name, err)
+			return exitUsage
+		}
 	}
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
@@ -239,7 +290,13 @@ func decide(ctx context.Context, name string, approve bool, args []string, stdou
 		return exitRefused
 	}
 	defer db.Close()
-	a, err := db.DecideApproval(ctx, rest[0], approve, decider(), time.Now())
+	now := time.Now()
+	var a store.Approval
+	if scope == store.ScopeOnce {
+		a, err = db.DecideApproval(ctx, rest[0], approve, decider(), now)
+	} else {
+		a, err = db.RememberApproval(ctx, rest[0], scope, decider(), now, now.Add(store.RememberFor))
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		fmt.Fprintf(stderr, "airlock %s: no approval %s; `airlock approvals` lists the pending ones\n", name, rest[0])
@@ -247,10 +304,65 @@ func decide(ctx context.Context, name string, approve bool, args []string, stdou
 	case errors.Is(err, store.ErrNotPending):
 		fmt.Fprintf(stderr, "airlock %s: %s\n", name, notPending(a))
 		return exitRefused
+	case errors.Is(err, store.ErrCannotRemember):
+		fmt.Fprintf(stderr, "airlock %s: approval %s cannot be remembered for the %s (it was asked with no workspace, or by an older airlock), and is still pending; approve it once with `airlock approve %s`\n",
+			name, rest[0], scope, rest[0])
+		return exitRefused
+	case errors.Is(err, store.ErrTooManyRemembered):
+		fmt.Fprintf(stderr, "airlock %s: %d remembered approvals are in force, the most there may be (store.MaxRemembered); approval %s is still pending. Revoke some with `airlock revoke ID` (`airlock approvals --remembered` lists them), or approve it once\n",
+			name, store.MaxRemembered, rest[0])
+		return exitRefused
 	case err != nil:
 		fmt.Fprintf(stderr, "airlock %s: %v\n", name, err)
 		return exitRefused
 	}
 	fmt.Fprintf(stdout, "%s %s: %s %s\n", a.Status, a.ID, a.Tool, a.Args)
+	if scope != store.ScopeOnce {
+		fmt.Fprintf(stdout, "remembered for %s until %s: the same call runs there without asking; `airlock revoke %s` ends it\n",
+			scopeName(scope, a.Session), now.Add(store.RememberFor).Local().Format(time.DateTime), a.ID)
+	}
+	return exitOK
+}
+
+// rememberForText is store.RememberFor as a person reads it.
+var rememberForText = fmt.Sprintf("%d days", int(store.RememberFor/(24*time.Hour)))
+
+func runRevoke(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("revoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := registerSettings(fs, false)
+	rest, err := interleaved(fs, args)
+	if err != nil {
+		return usageExit(err)
+	}
+	if len(rest) != 1 {
+		fmt.Fprintln(stderr, "usage: airlock revoke ID [--workspace DIR]\n\nEnds a remembered approval (airlock approve ID --remember ...): its call asks again.")
+		return exitUsage
+	}
+	set, err := sf.resolve(fs, os.Getenv)
+	if err != nil {
+		return misused(stderr, "revoke", err)
+	}
+	db, err := openStore(set)
+	if err != nil {
+		return refused(stderr, "revoke", err)
+	}
+	defer db.Close()
+	r, err := db.RevokeRemembered(ctx, rest[0], decider(), time.Now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		fmt.Fprintf(stderr, "airlock revoke: no remembered approval %s; `airlock approvals --remembered` lists them\n", rest[0])
+		return exitRefused
+	case errors.Is(err, store.ErrNotInForce) && !r.Revoked.IsZero():
+		fmt.Fprintf(stderr, "airlock revoke: remembered approval %s was revoked already (by %s at %s); nothing to do\n",
+			r.ID, r.RevokedBy, r.Revoked.Local().Format(time.DateTime))
+		return exitRefused
+	case errors.Is(err, store.ErrNotInForce):
+		fmt.Fprintf(stderr, "airlock revoke: remembered approval %s expired at %s; nothing to do\n", r.ID, r.Expires.Local().Format(time.DateTime))
+		return exitRefused
+	case err != nil:
+		return refused(stderr, "revoke", err)
+	}
+	fmt.Fprintf(stdout, "revoked %s: %s %s (remembered for %s; used %d times)\n", r.ID, r.Tool, r.Args, scopeName(r.Scope, r.Session), r.Uses)
 	return exitOK
 }

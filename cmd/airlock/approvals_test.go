@@ -140,3 +140,114 @@ func TestDecideSaysWhatBecameOfIt(t *testing.T) {
 		}
 	}
 }
+
+// TestRememberWorkspace: approved with --remember workspace, the same call
+// runs in later one-shot invocations (each a new session) without asking;
+// another argument still asks; the remembered approval is listed, and once
+// revoked the call asks again.
+func TestRememberWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	target := filepath.Join(ws, "a.txt")
+	callWith := func(args string) (int, callOutput) {
+		t.Helper()
+		code, out, _ := runCLI(t, "call", "--workspace", ws, "--json", "write_file", args)
+		var res callOutput
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("call output %q: %v", out, err)
+		}
+		return code, res
+	}
+	code, res := callWith(`{"path":"a.txt","content":"x"}`)
+	if code != exitRefused || res.Error == nil || res.Error.Code != "approval_required" || res.Approval == nil {
+		t.Fatalf("first call: exit %d, %+v", code, res)
+	}
+	id := res.Approval.ID
+
+	for _, bad := range [][]string{
+		{"approve", id, "--remember", "forever"},
+		{"deny", id, "--remember", "workspace"},
+	} {
+		if code, _, errOut := runCLI(t, append(bad, "--workspace", ws)...); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d: %s", bad, code, exitUsage, errOut)
+		}
+	}
+	code, out, errOut := runCLI(t, "approve", id, "--remember", "workspace", "--workspace", ws)
+	if code != exitOK || !strings.Contains(out, "approved "+id) || !strings.Contains(out, "this workspace") || !strings.Contains(out, "airlock revoke "+id) {
+		t.Fatalf("approve --remember workspace: exit %d: %s%s", code, out, errOut)
+	}
+	_, out, _ = runCLI(t, "approvals", "--remembered", "--json", "--workspace", ws)
+	var listed store.Remembered
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || listed.ID != id || listed.Scope != store.ScopeWorkspace ||
+		listed.Tool != "write_file" || string(listed.Args) != `{"content":"x","path":"a.txt"}` {
+		t.Fatalf("approvals --remembered --json = %s (%v)", out, err)
+	}
+	if want := time.Now().Add(store.RememberFor); listed.Expires.Before(want.Add(-time.Hour)) || listed.Expires.After(want) {
+		t.Errorf("it expires %v, want about %v", listed.Expires, want)
+	}
+
+	// Each call is a new session, which the one-shot approval does not
+	// reach: every one runs under the remembered approval.
+	for i := range 3 {
+		os.Remove(target)
+		code, res := callWith(`{"content":"x","path":"a.txt"}`)
+		if code != exitOK || res.Decision != "allow" {
+			t.Fatalf("call %d after approving: exit %d, %+v", i+1, code, res)
+		}
+		if body, err := os.ReadFile(target); err != nil || string(body) != "x" {
+			t.Fatalf("call %d: a.txt = %q, %v", i+1, body, err)
+		}
+	}
+	if code, res := callWith(`{"path":"a.txt","content":"y"}`); code != exitRefused || res.Error == nil || res.Error.Code != "approval_required" {
+		t.Fatalf("another content: exit %d, %+v; want approval_required", code, res)
+	}
+	if body, _ := os.ReadFile(target); string(body) != "x" {
+		t.Fatalf("a.txt = %q after a call that should have asked", body)
+	}
+	_, out, _ = runCLI(t, "approvals", "--remembered", "--workspace", ws)
+	if !strings.Contains(out, id) || !strings.Contains(out, "used 3 times") {
+		t.Errorf("approvals --remembered = %q; want %s, used 3 times", out, id)
+	}
+
+	if code, out, errOut := runCLI(t, "revoke", id, "--workspace", ws); code != exitOK || !strings.Contains(out, "revoked "+id) {
+		t.Fatalf("revoke: exit %d: %s%s", code, out, errOut)
+	}
+	if _, out, _ := runCLI(t, "approvals", "--remembered", "--json", "--workspace", ws); out != "" {
+		t.Errorf("after revoking, approvals --remembered --json = %q", out)
+	}
+	os.Remove(target)
+	if code, res := callWith(`{"path":"a.txt","content":"x"}`); code != exitRefused || res.Error == nil || res.Error.Code != "approval_required" {
+		t.Fatalf("after revoking: exit %d, %+v; want approval_required", code, res)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatal("the call ran after its remembered approval was revoked")
+	}
+	if code, _, errOut := runCLI(t, "revoke", id, "--workspace", ws); code != exitRefused || !strings.Contains(errOut, "revoked already") {
+		t.Errorf("second revoke: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "revoke", "nope", "--workspace", ws); code != exitRefused || !strings.Contains(errOut, "no remembered approval nope") {
+		t.Errorf("revoke of an unknown id: exit %d: %s", code, errOut)
+	}
+}
+
+// TestRememberSession: approved with --remember session, the same call
+// runs again and again in its session, and asks in a new one.
+func TestRememberSession(t *testing.T) {
+	ws := t.TempDir()
+	call := []string{"call", "--workspace", ws, "--session", "s1", "--json", "write_file", `{"path":"a.txt","content":"x"}`}
+	_, out, _ := runCLI(t, call...)
+	var res callOutput
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Approval == nil {
+		t.Fatalf("first call: %s", out)
+	}
+	if code, out, errOut := runCLI(t, "approve", res.Approval.ID, "--remember", "session", "--workspace", ws); code != exitOK || !strings.Contains(out, "session s1") {
+		t.Fatalf("approve --remember session: exit %d: %s%s", code, out, errOut)
+	}
+	for i := range 3 {
+		if code, out, _ := runCLI(t, call...); code != exitOK {
+			t.Fatalf("call %d in the session: exit %d: %s", i+1, code, out)
+		}
+	}
+	if code, _, _ := runCLI(t, "call", "--workspace", ws, "--session", "s2", "write_file", `{"path":"a.txt","content":"x"}`); code != exitRefused {
+		t.Fatalf("in another session: exit %d, want %d", code, exitRefused)
+	}
+}
