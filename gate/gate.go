@@ -57,8 +57,9 @@ type Options struct {
 	Timeout time.Duration
 	// MaxArgBytes caps the raw arguments; zero means schema.DefaultMaxArgBytes.
 	MaxArgBytes int
-	// Approvals is where asked calls wait for a person. Nil ends every
-	// ask with approval_required and nothing to approve.
+	// Approvals is where asked calls wait for a person, and where the
+	// remembered approvals that let one run again are found. Nil ends
+	// every ask with approval_required and nothing to approve.
 	Approvals store.Approvals
 	// ApprovalTTL is how long an approval waits and, once approved, how
 	// long it stays usable; zero means store.DefaultApprovalTTL.

@@ -195,8 +195,11 @@ func (db *DB) UseRemembered(ctx context.Context, scope store.Scope, tool, hash s
 		return store.Remembered{}, false, fail(err)
 	}
 	status, h, err := reply(res)
-	if err != nil || status != "ok" {
-		return store.Remembered{}, false, err
+	if err != nil {
+		return store.Remembered{}, false, fail(err)
+	}
+	if status != "ok" {
+		return store.Remembered{}, false, nil
 	}
 	return rememberedOf(h), true, nil
 }
