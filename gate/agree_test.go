@@ -17,7 +17,7 @@ import (
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/sandbox"
-	"airlock.dev/airlock/store"
+	"airlock.dev/airlock/store/sqlite"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
@@ -99,8 +99,13 @@ func TestCheckAgreesWithCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
 	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Commands: command.Default(), Egress: eg,
-		Approvals: &memApprovals{m: map[string]store.Approval{}}})
+		Approvals: db})
 	if err != nil {
 		t.Fatal(err)
 	}
