@@ -305,7 +305,7 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 	for _, s := range stages {
 		end, action := s.run(g, ctx, c)
 		if end == nil && ctx.Err() != nil {
-			end, action = deadlineError(g.opts.Timeout), "deny"
+			end, action = g.contextError(ctx), "deny"
 		}
 		t1 := time.Now()
 		rec := audit.Stage{Name: s.name, Decision: action, Micros: t1.Sub(t0).Microseconds()}
@@ -354,6 +354,17 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 			Decision: res.Decision, CallID: c.ID, Session: c.Session, Provenance: res.Provenance}
 	}
 	return res
+}
+
+// contextError is the error value of a call whose context ended: the
+// caller's cancel (a client that cancelled the request or went away) is
+// not the call running out of time.
+func (g *Gate) contextError(ctx context.Context) *tool.Error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return &tool.Error{Code: tool.CodeCancelled, Message: "the caller cancelled the call before it finished",
+			Hint: "Make the call again if it is still wanted"}
+	}
+	return deadlineError(g.opts.Timeout)
 }
 
 func deadlineError(d time.Duration) *tool.Error {
@@ -590,6 +601,11 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 			return nil, "allow"
 		}
 	}
+	if c.Approval != "" {
+		if end, action, done := g.earlierApproval(ctx, c, hash, e); done {
+			return end, action
+		}
+	}
 	ttl := g.opts.ApprovalTTL
 	if ttl <= 0 {
 		ttl = store.DefaultApprovalTTL
@@ -607,8 +623,7 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 	}
 	c.approval = &tool.ApprovalRequest{ID: req.ID, Tool: req.Tool, Args: req.Args, Expires: req.Expires}
 	e.Message += " (approval " + req.ID + " is pending)"
-	e.Hint = "A person approves it with `airlock approve " + req.ID + "`; then make the same call again in the same session " +
-		"(approved with --remember session or --remember workspace, the same call runs again in this session, or in this workspace, without asking)"
+	e.Hint = pendingHint(req.ID)
 	return e, "ask"
 }
 
@@ -637,6 +652,42 @@ func (g *Gate) scopeHash(c *call, args []byte, scope store.Scope) string {
 	}
 	parts = append(parts, c.Tool, string(args), c.Role, c.Mode, c.verdict.Rule)
 	return canon.Bind(g.opts.ApprovalKey, append(parts, c.paths...)...)
+}
+
+// earlierApproval answers a call that names the approval an earlier
+// attempt of it was parked under (tool.Call.Approval): denied ends it
+// with approval_denied, pending names that approval again. done is false
+// when the approval is not this call's, or has expired or been used:
+// the call is then parked anew.
+func (g *Gate) earlierApproval(ctx context.Context, c *call, hash string, asked *tool.Error) (end *tool.Error, action string, done bool) {
+	a, err := g.opts.Approvals.Approval(ctx, c.Approval, time.Now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, "", false
+	case err != nil:
+		c.note = err.Error()
+		return internalError("the approvals store failed"), "error", true
+	case a.Tool != c.Tool || a.ArgsHash != hash:
+		return nil, "", false
+	case a.Status == store.StatusDenied:
+		c.note = "denied by " + a.DecidedBy + " as approval " + a.ID
+		c.verdict = policy.Decision{Action: policy.Deny, Code: tool.CodeApprovalDenied, Rule: c.verdict.Rule}
+		return &tool.Error{Code: tool.CodeApprovalDenied,
+			Message: "a person was asked to approve this call and did not (approval " + a.ID + " is denied); nothing ran",
+			Hint:    "Do not make the same call again: ask the user how to go on, or reach the goal another way"}, "deny", true
+	case a.Status == store.StatusPending:
+		c.approval = &tool.ApprovalRequest{ID: a.ID, Tool: a.Tool, Args: a.Args, Expires: a.Expires}
+		asked.Message += " (approval " + a.ID + " is pending)"
+		asked.Hint = pendingHint(a.ID)
+		return asked, "ask", true
+	}
+	return nil, "", false
+}
+
+// pendingHint is the hint of a call parked as a pending approval.
+func pendingHint(id string) string {
+	return "A person approves it with `airlock approve " + id + "`; then make the same call again in the same session " +
+		"(approved with --remember session or --remember workspace, the same call runs again in this session, or in this workspace, without asking)"
 }
 
 // approvalHash is what an approval is found by: the tool, the canonical
@@ -750,7 +801,7 @@ func (g *Gate) executeStage(ctx context.Context, c *call) (*tool.Error, string) 
 	res, err := runExecutor(ctx, c.entry.tool, &c.Call)
 	switch {
 	case ctx.Err() != nil:
-		return deadlineError(g.opts.Timeout), "error"
+		return g.contextError(ctx), "error"
 	case err != nil:
 		c.note = err.Error() // for the audit log only: it may hold internal detail
 		return &tool.Error{Code: tool.CodeToolFailed, Message: fmt.Sprintf("the %s tool failed", c.Tool),

@@ -289,6 +289,51 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
+// TestCancelled: a call whose caller cancels it (a client that sent
+// notifications/cancelled, or went away) ends with cancelled, not
+// deadline_exceeded, in the result and in the audit log; its own
+// deadline still ends it with deadline_exceeded.
+func TestCancelled(t *testing.T) {
+	started := make(chan struct{}, 1)
+	reg := tool.NewRegistry()
+	reg.Register(tool.Tool{Name: "sleepy", Description: "sleeps", Risk: tool.RiskLow, Effect: tool.EffectRead,
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		Run: func(ctx context.Context, _ *tool.Call) (tool.Result, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return tool.Result{}, ctx.Err()
+		}})
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(logPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Audit: log, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-started
+		cancel()
+	}()
+	res := g.Call(ctx, call("sleepy", `{}`, "", ""))
+	if res.Error == nil || res.Error.Code != tool.CodeCancelled || strings.Contains(res.Error.Message, "deadline") {
+		t.Fatalf("cancelled call: %+v, want cancelled", res.Error)
+	}
+	if err := log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"code":"cancelled"`) || strings.Contains(string(data), "deadline_exceeded") {
+		t.Errorf("audit log %s, want the call recorded as cancelled", data)
+	}
+}
+
 // TestNilPolicyDenies: a gate without a policy fails closed.
 func TestNilPolicyDenies(t *testing.T) {
 	reg := tool.NewRegistry()
@@ -391,6 +436,71 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	if again := g.Call(ctx, inSession(call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask"), "s1")); again.Error == nil {
 		t.Fatal("an approval was used twice")
+	}
+}
+
+// TestEarlierApproval: a call that names the approval an earlier
+// attempt was parked under ends with approval_denied once a person denied
+// it, and names it again while it is pending; naming another call's
+// approval changes nothing.
+func TestEarlierApproval(t *testing.T) {
+	dir, ws, reg, approvals := fileTools(t)
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(logPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, Audit: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mk := func(args, approval string) tool.Call {
+		c := call("write_file", args, "", "ask")
+		c.Session, c.Approval = "s1", approval
+		return c
+	}
+	first := g.Call(ctx, mk(`{"path":"a.txt","content":"x"}`, ""))
+	other := g.Call(ctx, mk(`{"path":"b.txt","content":"y"}`, ""))
+	if first.Approval == nil || other.Approval == nil {
+		t.Fatalf("not parked: %+v, %+v", first, other)
+	}
+	id := first.Approval.ID
+
+	// Pending: the same approval is named again, and no other is parked.
+	again := g.Call(ctx, mk(`{"path":"a.txt","content":"x"}`, id))
+	if again.Error == nil || again.Error.Code != tool.CodeApprovalRequired || again.Approval == nil || again.Approval.ID != id {
+		t.Fatalf("pending: %+v, want approval_required naming %s", again, id)
+	}
+	if pending, err := approvals.PendingApprovals(ctx, time.Now()); err != nil || len(pending) != 2 {
+		t.Fatalf("%d approvals parked (%v), want 2", len(pending), err)
+	}
+
+	if _, err := approvals.DecideApproval(ctx, id, false, "tester", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Another call naming the denied approval is not this call's: it is
+	// parked as its own.
+	if res := g.Call(ctx, mk(`{"path":"b.txt","content":"y"}`, id)); res.Error == nil || res.Error.Code != tool.CodeApprovalRequired || res.Approval == nil || res.Approval.ID == id {
+		t.Fatalf("another call naming %s: %+v, want its own approval", id, res)
+	}
+	denied := g.Call(ctx, mk(`{"path":"a.txt","content":"x"}`, id))
+	if denied.Error == nil || denied.Error.Code != tool.CodeApprovalDenied || denied.Decision != "deny" {
+		t.Fatalf("denied: %+v, want approval_denied", denied)
+	}
+	if strings.Contains(denied.Error.Hint, "airlock approve") || strings.Contains(denied.Error.Message, "pending") {
+		t.Errorf("denied call says it is pending: %+v", denied.Error)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); !os.IsNotExist(err) {
+		t.Fatal("the denied call ran")
+	}
+	if err := log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(data), `"code":"approval_denied"`) {
+		t.Errorf("the audit log does not record the denial:\n%s", data)
 	}
 }
 

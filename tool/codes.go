@@ -14,8 +14,10 @@ const (
 	CodeRoleNotAllowed    Code = "role_not_allowed"    // the tool's risk is above what the caller's role may run
 	CodeDenied            Code = "denied"              // the policy denies the call (mode or rule)
 	CodeApprovalRequired  Code = "approval_required"   // the policy asks a person first
+	CodeApprovalDenied    Code = "approval_denied"     // a person was asked and declined (or dismissed the question); nothing ran
 	CodePolicyError       Code = "policy_error"        // a rule failed to evaluate; the call is denied (fail closed)
 	CodeDeadlineExceeded  Code = "deadline_exceeded"   // the call ran past its deadline
+	CodeCancelled         Code = "cancelled"           // the caller cancelled the call (or went away) before it finished
 	CodeToolFailed        Code = "tool_failed"         // the tool hit a runtime fault; details are in the audit log only
 	CodeInternal          Code = "internal_error"      // airlock itself failed; nothing ran, or the outcome is unknown
 	CodePathOutside       Code = "path_outside_workspace"

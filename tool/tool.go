@@ -157,6 +157,14 @@ type Call struct {
 	// Step is the call's step in its session (the agent loop's), part of
 	// the key when there is no IdempotencyKey.
 	Step int64 `json:"step,omitempty"`
+	// Approval names the approval an earlier attempt of this same call
+	// was parked under (Result.Approval.ID), when a door asked a person
+	// and makes the call again with their answer: if that approval was
+	// denied the call ends with approval_denied, and while it is pending
+	// it is named again instead of a new one being parked. It approves
+	// nothing: the gate uses it only when it was parked for this very
+	// call (the same binding hash).
+	Approval string `json:"approval,omitempty"`
 
 	// Set by the gate for the executor of a call with side effects:
 	// Retry when an earlier attempt may have had its effect (its owner
