@@ -327,7 +327,9 @@ func runGlob(w *workspace.Workspace) tool.Executor {
 		if e := decodeFileArgs(call.Args, &args); e != nil {
 			return tool.Result{Error: e, Provenance: prov}, nil
 		}
-		prov.Source += args.Pattern
+		// "workspace:glob PATTERN": the pattern is not a path, and the
+		// envelope's SafeSource keeps it readable.
+		prov.Source += "glob " + args.Pattern
 		paths, truncated, err := w.Glob(args.Pattern)
 		if err != nil {
 			return fileResult(prov, err)

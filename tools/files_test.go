@@ -74,7 +74,7 @@ func TestFileToolsRun(t *testing.T) {
 		{tool: "list_dir", args: `{"path": "notes/a.txt"}`, code: tool.CodeNotADirectory},
 
 		{tool: "glob", args: `{"pattern": "**/*.{txt,md}"}`,
-			want: []string{"[4 paths match", "edit/dup.txt\nedit/once.txt\nnotes/a.txt\nnotes/b.md\n"}, source: "workspace:**/*.{txt,md}"},
+			want: []string{"[4 paths match", "edit/dup.txt\nedit/once.txt\nnotes/a.txt\nnotes/b.md\n"}, source: "workspace:glob **/*.{txt,md}"},
 		{tool: "glob", args: `{"pattern": "*.none"}`, want: []string{"[no paths match"}},
 		{tool: "glob", args: `{"pattern": "../*"}`, code: tool.CodePathOutside},
 		{tool: "glob", args: `{"pattern": "[a"}`, code: tool.CodeInvalidPattern},

@@ -48,7 +48,31 @@ type WrapOptions struct {
 	Scan *Options
 }
 
-var sourcePattern = regexp.MustCompile(`^[A-Za-z0-9_.:/@+\-]+$`)
+// sourceByte reports whether b may stand for itself in an envelope's
+// source: printable ASCII but the bytes that could end the quoted
+// attribute, open a tag or start an entity or an escape (" < > & \ %).
+// Spaces and glob characters may, so that a source reads as written
+// ("workspace:glob **/*.go").
+func sourceByte(b byte) bool {
+	return b >= ' ' && b <= '~' && strings.IndexByte(`"<>&\%`, b) < 0
+}
+
+// validSource reports whether s may name an envelope's source as it is:
+// SafeSource's alphabet, its %XX escapes included.
+func validSource(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isUpperHex(s[i+1]) && isUpperHex(s[i+2]) {
+			i += 2
+			continue
+		}
+		if !sourceByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isUpperHex(b byte) bool { return b >= '0' && b <= '9' || b >= 'A' && b <= 'F' }
 
 // Wrap returns content in an envelope naming source, with a fresh random
 // boundary. Inside the content, every opening or closing of an untrusted
@@ -78,8 +102,8 @@ func wrap(source, content string, opts *WrapOptions, rep *Report) (string, error
 	if opts == nil {
 		opts = &WrapOptions{}
 	}
-	if len(source) == 0 || len(source) > MaxSourceBytes || !sourcePattern.MatchString(source) {
-		return "", errorf(CodeInvalidSource, "Name the source with letters, digits and _ . : / @ + - only, as in tool:web_fetch", "source %q is empty, longer than %d bytes or has other characters", truncate(source, 40), MaxSourceBytes)
+	if len(source) == 0 || len(source) > MaxSourceBytes || !validSource(source) {
+		return "", errorf(CodeInvalidSource, "Name the source in printable ASCII without \" < > & \\, as in tool:web_fetch; SafeSource escapes any name", "source %q is empty, longer than %d bytes or has other characters", truncate(source, 40), MaxSourceBytes)
 	}
 	if len(content) > MaxWrapBytes {
 		return "", errorf(CodeContentTooLarge, "Cap the content before wrapping it", "content is %d bytes, over MaxWrapBytes (%d)", len(content), MaxWrapBytes)
@@ -147,18 +171,27 @@ func truncate(s string, n int) string {
 }
 
 // SafeSource turns any name into one an envelope's source may hold: every
-// other byte becomes '_', and it is cut to MaxSourceBytes ("tool" when
-// empty).
+// byte that may not stand for itself (see sourceByte) is written %XX, so
+// that the name stays readable and cannot close the attribute or forge an
+// envelope; it is cut to MaxSourceBytes, never inside an escape ("tool"
+// when empty).
 func SafeSource(s string) string {
-	b := []byte(s)
-	for i, ch := range b {
-		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("_.:/@+-", ch) >= 0
-		if !ok {
-			b[i] = '_'
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, min(len(s), MaxSourceBytes))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		n := 1
+		if !sourceByte(c) {
+			n = 3
 		}
-	}
-	if len(b) > MaxSourceBytes {
-		b = b[:MaxSourceBytes]
+		if len(b)+n > MaxSourceBytes {
+			break
+		}
+		if n == 1 {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+		}
 	}
 	if len(b) == 0 {
 		return "tool"
