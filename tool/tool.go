@@ -196,6 +196,7 @@ type Result struct {
 	Session    string     `json:"session,omitempty"`
 	// Approval is the pending approval an approval_required result waits
 	// on: approving it lets the same call, and only that call, run once.
+	// An approval_denied result names the approval a person denied.
 	Approval *ApprovalRequest `json:"approval,omitempty"`
 	// Replayed says the result is the one stored when the same call ran
 	// before (the idempotency ledger): nothing ran this time.
@@ -209,6 +210,12 @@ type Result struct {
 	Scan *Scan `json:"scan,omitempty"`
 	// Redacted counts the secrets and personal data masked in Content.
 	Redacted int `json:"redacted,omitempty"`
+	// Structured is Content as one JSON object, for programs (an MCP
+	// result's structuredContent), when the tool has such a form: only
+	// values the tool computed itself, for the gate's redaction and
+	// envelopes apply to Content alone. Nil means the door makes its own
+	// object around Content.
+	Structured json.RawMessage `json:"-"`
 }
 
 // Scan is what the injection scanner found in a result.

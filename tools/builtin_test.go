@@ -50,6 +50,26 @@ func TestCalculate(t *testing.T) {
 	}
 }
 
+// TestCalculateStructured: calculate's result is also one object, the
+// form programs (and MCP clients that parse results) read.
+func TestCalculateStructured(t *testing.T) {
+	tl := Calculate()
+	tests := []struct{ args, want string }{
+		{`{"expression":"($100 + $250.75) * 20%"}`, `{"value":"70.15","float":70.15,"exact":true}`},
+		{`{"expression":"2/3"}`, `{"value":"0.6666666666666666666666666666666667","float":0.6666666666666666,"exact":false}`},
+		{`{"expression":"-7"}`, `{"value":"-7","float":-7,"exact":true}`},
+	}
+	for _, tt := range tests {
+		res := runTool(t, tl, tt.args)
+		if string(res.Structured) != tt.want {
+			t.Errorf("%s: structured %s, want %s", tt.args, res.Structured, tt.want)
+		}
+	}
+	if res := runTool(t, tl, `{"expression":"1/0"}`); res.Structured != nil {
+		t.Errorf("a refusal has structured %s", res.Structured)
+	}
+}
+
 func writeFiles(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()

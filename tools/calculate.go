@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 
 	"airlock.dev/airlock/calc"
@@ -68,5 +69,23 @@ func runCalculate(ctx context.Context, call *tool.Call) (tool.Result, error) {
 	if !v.Exact() {
 		content += " (rounded to 34 significant digits)"
 	}
-	return tool.Result{Content: content, Provenance: prov}, nil
+	out := calculation{Value: v.String(), Exact: v.Exact()}
+	if f := v.Float64(); !math.IsInf(f, 0) { // JSON has no infinity: a value past float64 has no float
+		out.Float = &f
+	}
+	structured, err := json.Marshal(out)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	return tool.Result{Content: content, Provenance: prov, Structured: structured}, nil
+}
+
+// calculation is calculate's result as an object: the exact decimal, the
+// nearest float64 for programs that want a number (absent past float64's
+// range), and whether the value is exact (false: rounded to 34
+// significant digits).
+type calculation struct {
+	Value string   `json:"value"`
+	Float *float64 `json:"float,omitempty"`
+	Exact bool     `json:"exact"`
 }
