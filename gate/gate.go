@@ -670,6 +670,7 @@ func (g *Gate) earlierApproval(ctx context.Context, c *call, hash string, asked 
 	case a.Tool != c.Tool || a.ArgsHash != hash:
 		return nil, "", false
 	case a.Status == store.StatusDenied:
+		c.approval = &tool.ApprovalRequest{ID: a.ID, Tool: a.Tool, Args: a.Args, Expires: a.Expires}
 		c.note = "denied by " + a.DecidedBy + " as approval " + a.ID
 		c.verdict = policy.Decision{Action: policy.Deny, Code: tool.CodeApprovalDenied, Rule: c.verdict.Rule}
 		return &tool.Error{Code: tool.CodeApprovalDenied,

@@ -486,7 +486,7 @@ func TestEarlierApproval(t *testing.T) {
 		t.Fatalf("another call naming %s: %+v, want its own approval", id, res)
 	}
 	denied := g.Call(ctx, mk(`{"path":"a.txt","content":"x"}`, id))
-	if denied.Error == nil || denied.Error.Code != tool.CodeApprovalDenied || denied.Decision != "deny" {
+	if denied.Error == nil || denied.Error.Code != tool.CodeApprovalDenied || denied.Decision != "deny" || denied.Approval == nil || denied.Approval.ID != id {
 		t.Fatalf("denied: %+v, want approval_denied", denied)
 	}
 	if strings.Contains(denied.Error.Hint, "airlock approve") || strings.Contains(denied.Error.Message, "pending") {

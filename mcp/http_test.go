@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -207,12 +208,12 @@ func TestHTTPWithoutTokens(t *testing.T) {
 	if seen := probe(t, callTool(t, cs, "probe", map[string]any{})); seen.Role != "viewer" {
 		t.Errorf("role %q, want Options.Role viewer", seen.Role)
 	}
-	// An unknown method is a JSON-RPC error, and the session goes on.
 	if err := cs.Ping(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "nope"}); err == nil {
-		t.Error("unknown tool: no error")
+	// An unknown tool is a tool result, and the session goes on.
+	if res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "nope"}); err != nil || !res.IsError {
+		t.Errorf("unknown tool: %v, %v; want a refusal as a tool result", res, err)
 	}
 	if got := text(callTool(t, cs, "calculate", map[string]any{"expression": "1+1"})); got != "2" {
 		t.Errorf("after an error: %q, want 2", got)
@@ -356,5 +357,30 @@ func TestListenAndServeRefusesOpenAddressWithoutTokens(t *testing.T) {
 	cancel()
 	if err := mcp.ListenAndServe(ctx, handler, &mcp.HTTPOptions{Addr: "127.0.0.1:0"}); err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("127.0.0.1:0: %v", err)
+	}
+}
+
+// TestHTTPEndsQuietly: clients that close their session, or go away in
+// the middle of a call, log no error.
+func TestHTTPEndsQuietly(t *testing.T) {
+	f := newFixture(t)
+	var logs lockedBuffer
+	srv := newHTTP(t, f, &mcp.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}, nil)
+	for _, version := range []string{legacyVersion, ""} {
+		client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1},
+			&sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		callTool(t, cs, "calculate", map[string]any{"expression": "1+1"})
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		cs.CallTool(ctx, &sdk.CallToolParams{Name: "probe", Arguments: map[string]any{"sleep_ms": 2000}})
+		cancel()
+		cs.Close()
+	}
+	time.Sleep(500 * time.Millisecond) // the server's side of the cancelled calls
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("clients ending normally logged errors:\n%s", logs.String())
 	}
 }

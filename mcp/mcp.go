@@ -8,9 +8,12 @@
 // tool.Call that goes through (*gate.Gate).Call, with its arguments exactly
 // as received. A refusal is a tool result with isError set and the error
 // value both as text and as structuredContent, never a JSON-RPC error, so
-// the model can read the hint and repair the call. When the gate asks for
-// approval, Options.Approve (if set) asks a person, through MCP elicitation
-// for instance (see ElicitApproval), and an approved call is run again.
+// the model can read the hint and repair the call; a result also carries
+// its content as an object in structuredContent. When the gate parks a
+// call as a pending approval and Options.Decide is set, the person at a
+// client that can elicit is asked, on every protocol version (see
+// approval.go), and the call runs once if they approve or ends with
+// approval_denied if they do not.
 //
 //	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws})
 //	err := mcp.ServeStdio(ctx, g, os.Stdin, os.Stdout, &mcp.Options{Version: version})
@@ -44,8 +47,9 @@ import (
 	"airlock.dev/airlock/tool"
 )
 
-// DefaultApprovalTimeout bounds how long Options.Approve may wait for a
-// person before the call is left unapproved.
+// DefaultApprovalTimeout bounds how long the server waits for a person's
+// answer to an approval question it sends itself (clients before protocol
+// 2026-07-28) before the call is left pending.
 const DefaultApprovalTimeout = 5 * time.Minute
 
 // Meta keys airlock sets in the _meta of every tool result, so that a
@@ -70,17 +74,20 @@ type Options struct {
 	// model's system prompt: airlock gives untrusted.Instructions, which
 	// say how to read the envelopes around untrusted tool results.
 	Instructions string
-	// Approve, when set, is called when the gate answers
-	// approval_required; the result carries the ask and, when the gate
-	// has an approvals store, the pending approval (res.Approval). It gets
-	// the MCP session so that it can use elicitation (see ElicitApproval),
-	// and returns true when a person approved; recording that decision
-	// where the gate will find it (the approvals store) is its job. The
-	// call it gets carries the gate's call id, and an approved call is
-	// run again, once, with that same id. An error counts as not
-	// approved. It must return when ctx is done.
-	Approve func(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) (approved bool, err error)
-	// ApprovalTimeout bounds one Approve; zero means DefaultApprovalTimeout.
+	// Decide, when set, lets the person at the client answer the gate's
+	// asks: a call the gate parks as a pending approval is put to them
+	// through elicitation (when the client declared it), and Decide
+	// records their answer where the gate finds it, as `airlock approve`
+	// and `airlock deny` do (store.Approvals.DecideApproval); by names the
+	// decider for the record. The call is then made again with the gate's
+	// call id: it runs once if approved, and ends with approval_denied
+	// otherwise. Without Decide, or with a client that cannot elicit, the
+	// result is approval_required, naming the pending approval.
+	Decide func(ctx context.Context, ss *sdk.ServerSession, approvalID string, approve bool, by string) error
+	// ApprovalTimeout bounds the wait for a person's answer when the
+	// server asks itself (clients before protocol 2026-07-28; a newer
+	// client asks and calls again, within the approval's lifetime); zero
+	// means DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
 	// MaxMessageBytes bounds one inbound stdio line; zero means
 	// DefaultMaxMessageBytes.
@@ -134,8 +141,16 @@ type server struct {
 	// tokenRoles says the role comes from the bearer token of the HTTP
 	// request; a call without one is refused (fail closed).
 	tokenRoles bool
+	// tools are the names tools/list shows; a call of any other name
+	// goes to the gate too, which refuses it as a tool result.
+	tools map[string]bool
+	// stateKey signs the request state of an approval question (see
+	// approval.go): random per server, so a state from another process,
+	// or made up by a client, is refused.
+	stateKey []byte
 	// ids holds the ids given to sessions whose transport has none (the
-	// in-memory transport), so that all calls of a session share one.
+	// in-memory transport, stateless HTTP), so that all calls of a
+	// session share one.
 	ids sync.Map // *sdk.ServerSession -> string
 	// steps counts each session's tool calls: the step that keys a call
 	// in the idempotency ledger, so that the same call made again later
@@ -162,9 +177,10 @@ func (s *server) nextStep(ss *sdk.ServerSession, session string) int64 {
 }
 
 func newServer(g *gate.Gate, opts *Options, tokenRoles bool) *sdk.Server {
-	s := &server{gate: g, opts: opts.withDefaults(), tokenRoles: tokenRoles}
+	s := &server{gate: g, opts: opts.withDefaults(), tokenRoles: tokenRoles, tools: map[string]bool{}, stateKey: make([]byte, stateKeyBytes)}
+	rand.Read(s.stateKey) // never fails (crypto/rand, Go 1.24 and later)
 	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &sdk.ServerOptions{
-		Logger:       s.opts.Logger,
+		Logger:       quietCancels(s.opts.Logger),
 		Instructions: s.opts.Instructions,
 		// No logging capability: the server has nothing to log to clients.
 		Capabilities: &sdk.ServerCapabilities{},
@@ -172,6 +188,9 @@ func newServer(g *gate.Gate, opts *Options, tokenRoles bool) *sdk.Server {
 	for _, t := range g.Tools() {
 		s.addTool(srv, t)
 	}
+	// Added after the SDK's own multi-round-trip middleware, so around it.
+	srv.AddReceivingMiddleware(s.receive)
+	srv.AddSendingMiddleware(s.send)
 	return srv
 }
 
@@ -184,19 +203,65 @@ func (s *server) addTool(srv *sdk.Server, t *tool.Tool) {
 			s.opts.Logger.Error("mcp: tool left out", "tool", t.Name, "error", fmt.Sprint(p))
 		}
 	}()
+	shown, err := clientSchema(t.Schema)
+	if err != nil {
+		s.opts.Logger.Error("mcp: tool left out", "tool", t.Name, "error", err)
+		return
+	}
 	read := t.Effect == tool.EffectRead
 	destructive := t.Effect == tool.EffectWrite
 	openWorld := t.Effect == tool.EffectExternal
 	srv.AddTool(&sdk.Tool{
 		Name:        t.Name,
 		Description: t.Description,
-		InputSchema: t.Schema, // json.RawMessage: shown exactly as the gate validates it
+		InputSchema: shown,
 		Annotations: &sdk.ToolAnnotations{
 			ReadOnlyHint:    read,
 			DestructiveHint: &destructive,
 			OpenWorldHint:   &openWorld,
 		},
 	}, s.handle)
+	s.tools[t.Name] = true
+}
+
+// receive is the server's receiving middleware. A tools/call of a tool
+// that is not listed goes to the gate like any other, so that it is a
+// tool result (unknown_tool) and audited, where the SDK would answer a
+// JSON-RPC error. Around every tools/call it keeps the approval question
+// the handler asked, if any: when the SDK, asking it for a client before
+// 2026-07-28, fails to get an answer, the call ends pending rather than
+// with a JSON-RPC error.
+func (s *server) receive(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		call, ok := req.(*sdk.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		if !s.tools[call.Params.Name] {
+			return s.handle(ctx, call)
+		}
+		q := new(question)
+		res, err := next(context.WithValue(ctx, questionKey{}, q), method, req)
+		if err != nil && q.pending != nil && ctx.Err() == nil {
+			s.opts.Logger.Warn("mcp: asking for approval failed; the call stays pending", "tool", q.pending.Approval.Tool,
+				"approval", q.pending.Approval.ID, "error", err)
+			return toolResult(*q.pending), nil
+		}
+		return res, err
+	}
+}
+
+// send is the server's sending middleware: it bounds the wait for the
+// answer to an approval question the server sends itself.
+func (s *server) send(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method == "elicitation/create" {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.opts.ApprovalTimeout)
+			defer cancel()
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // handle runs one tools/call through the gate. It returns a Go error only
@@ -209,20 +274,11 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	role, ok := s.role(req)
+	who, ok := s.caller(req)
 	if !ok {
 		return errorResult(tool.Result{Decision: "deny", Error: &tool.Error{Code: tool.CodeInternal,
 			Message: "the caller's role could not be established from its token",
 			Hint:    "Tell the operator: the MCP server is misconfigured"}}), nil
-	}
-	session := s.sessionID(req.Session)
-	call := tool.Call{
-		Tool:    req.Params.Name,
-		Args:    args,
-		Session: session,
-		Step:    s.nextStep(req.Session, session),
-		Role:    role,
-		Mode:    s.opts.Mode,
 	}
 	g := s.gate
 	if s.opts.GateFor != nil {
@@ -232,56 +288,51 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 				Message: err.Error(), Hint: "Tell the operator: start airlock with --workspace DIR"}}), nil
 		}
 	}
+	if req.Params.RequestState != "" || req.Params.InputResponses != nil {
+		return s.answered(ctx, g, req, args, who), nil
+	}
+	session := s.sessionID(req.Session)
+	call := tool.Call{
+		Tool:    req.Params.Name,
+		Args:    args,
+		Session: session,
+		Step:    s.nextStep(req.Session, session),
+		Role:    who.role,
+		Mode:    s.opts.Mode,
+	}
 	res := callGate(ctx, g, call)
-	if res.Error != nil && res.Error.Code == tool.CodeApprovalRequired && s.opts.Approve != nil {
-		res = s.approve(ctx, g, req.Session, call, res)
+	if res.Error != nil && res.Error.Code == tool.CodeApprovalRequired && res.Approval != nil &&
+		s.opts.Decide != nil && canElicit(req.Session) {
+		call.ID = res.CallID
+		return s.ask(ctx, call, res, who)
 	}
 	if res.Error != nil {
 		s.opts.Logger.Debug("mcp: call refused", "tool", call.Tool, "code", res.Error.Code, "call_id", res.CallID)
-		return errorResult(res), nil
 	}
-	return &sdk.CallToolResult{
-		Meta:    resultMeta(res),
-		Content: []sdk.Content{&sdk.TextContent{Text: res.Content}},
-	}, nil
-}
-
-// approve asks Options.Approve about a call the gate parked, and runs the
-// same call again, with the gate's call id, once a person approved it.
-// Anything but a clear yes returns the approval_required result.
-func (s *server) approve(ctx context.Context, g *gate.Gate, ss *sdk.ServerSession, call tool.Call, res tool.Result) tool.Result {
-	if call.ID == "" {
-		call.ID = res.CallID
-	}
-	actx, cancel := context.WithTimeout(ctx, s.opts.ApprovalTimeout)
-	approved, err := s.opts.Approve(actx, ss, call, res)
-	cancel()
-	if err != nil {
-		s.opts.Logger.Warn("mcp: approval failed", "tool", call.Tool, "call_id", call.ID, "error", err)
-		return res
-	}
-	s.opts.Logger.Info("mcp: approval", "tool", call.Tool, "call_id", call.ID, "approved", approved)
-	if !approved {
-		return res
-	}
-	return g.Call(ctx, call)
+	return toolResult(res), nil
 }
 
 // roleExtraKey is where the HTTP door puts the token's role in the SDK's
 // TokenInfo.Extra.
 const roleExtraKey = "airlock.dev/role"
 
-// role returns the caller's role: the token's on HTTP with tokens, else
+// caller is who makes a call: its role, and on HTTP with tokens the
+// token's user id, which an approval question is bound to.
+type caller struct {
+	role, principal string
+}
+
+// caller returns the caller: the token's role on HTTP with tokens, else
 // Options.Role.
-func (s *server) role(req *sdk.CallToolRequest) (string, bool) {
+func (s *server) caller(req *sdk.CallToolRequest) (caller, bool) {
 	if !s.tokenRoles {
-		return s.opts.Role, true
+		return caller{role: s.opts.Role}, true
 	}
 	if req.Extra == nil || req.Extra.TokenInfo == nil {
-		return "", false
+		return caller{}, false
 	}
 	role, ok := req.Extra.TokenInfo.Extra[roleExtraKey].(string)
-	return role, ok && role != ""
+	return caller{role: role, principal: req.Extra.TokenInfo.UserID}, ok && role != ""
 }
 
 // sessionID returns the MCP session id, or one of airlock's own for a
@@ -306,6 +357,37 @@ func (s *server) sessionID(ss *sdk.ServerSession) string {
 	return id.(string)
 }
 
+// toolResult turns what the gate answered into an MCP tool result.
+func toolResult(res tool.Result) *sdk.CallToolResult {
+	if res.Error != nil {
+		return errorResult(res)
+	}
+	return &sdk.CallToolResult{
+		Meta:              resultMeta(res),
+		Content:           []sdk.Content{&sdk.TextContent{Text: res.Content}},
+		StructuredContent: structured(res),
+	}
+}
+
+// output is the structuredContent of a result whose tool has no object
+// form of its own: the text the model reads, and where it came from.
+type output struct {
+	Text   string `json:"text"`
+	Source string `json:"source,omitempty"`
+}
+
+// structured is a successful result as one JSON object. Clients that
+// find no structuredContent parse the text as JSON when they can (Gemini
+// CLI), and a bare number or string is not the object they want; so
+// every result has one: the tool's own (calculate's value, float and
+// exactness), else the text with its source.
+func structured(res tool.Result) any {
+	if len(res.Structured) > 0 && res.Structured[0] == '{' && json.Valid(res.Structured) {
+		return res.Structured
+	}
+	return output{Text: res.Content, Source: res.Provenance.Source}
+}
+
 // refusal is the structuredContent of a refused call.
 type refusal struct {
 	Code       tool.Code        `json:"code"`
@@ -314,7 +396,8 @@ type refusal struct {
 	Violations []tool.Violation `json:"violations,omitempty"`
 	Decision   string           `json:"decision"`
 	Rule       string           `json:"rule,omitempty"`
-	// ApprovalID names the pending approval of an approval_required call.
+	// ApprovalID names the approval of an approval_required or
+	// approval_denied call.
 	ApprovalID string `json:"approval_id,omitempty"`
 }
 
@@ -372,57 +455,45 @@ func resultMeta(res tool.Result) sdk.Meta {
 	return m
 }
 
-// MaxElicitArgBytes bounds the arguments ElicitApproval shows a person;
-// longer arguments are cut, and the message says so.
-const MaxElicitArgBytes = 2048
-
-// ErrNoElicitation is returned by ElicitApproval when the client did not
-// declare the elicitation capability: nobody can be asked.
-var ErrNoElicitation = errors.New("mcp: the client does not support elicitation")
-
-// approveSchema is the form shown to the person: one yes/no question.
-var approveSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean",` +
-	`"title":"Approve this call","description":"Run the call once, as shown","default":false}},"required":["approve"]}`)
-
-// ElicitApproval asks the person at the MCP client, through elicitation,
-// whether the parked call may run. It is a ready Options.Approve for
-// clients that support elicitation. Only an accepted form with approve set
-// to true approves; a decline, a cancel or anything else does not.
-//
-// It needs a session on a protocol version before 2026-07-28: from that
-// version on, a server may not send requests while it serves one (the SDK
-// refuses, SEP-2322), and the call stays unapproved.
-func ElicitApproval(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) (bool, error) {
-	if ss == nil {
-		return false, ErrNoElicitation
-	}
-	if p := ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
-		return false, ErrNoElicitation
-	}
-	r, err := ss.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: approvalMessage(call, res), RequestedSchema: approveSchema})
-	if err != nil {
-		return false, fmt.Errorf("mcp: asking for approval: %w", err)
-	}
-	yes, _ := r.Content["approve"].(bool)
-	return r.Action == "accept" && yes, nil
+// quietCancels wraps the SDK's logger so that a session or request that
+// ends because its context was cancelled (the client went away, the
+// process is stopping) is logged at debug level, not as an error: it is
+// how sessions normally end, and clients show a server's error lines to
+// the person (Codex CLI does).
+func quietCancels(l *slog.Logger) *slog.Logger {
+	return slog.New(cancelQuieter{l.Handler()})
 }
 
-func approvalMessage(call tool.Call, res tool.Result) string {
-	args := string(call.Args)
-	if len(args) > MaxElicitArgBytes {
-		args = strings.ToValidUTF8(args[:MaxElicitArgBytes], "") + fmt.Sprintf(" ... (cut at MaxElicitArgBytes = %d of %d bytes)", MaxElicitArgBytes, len(call.Args))
+type cancelQuieter struct{ slog.Handler }
+
+func (h cancelQuieter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && cancelled(r) {
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "airlock asks for your approval to run %s", call.Tool)
-	if res.Error != nil && res.Error.Message != "" {
-		fmt.Fprintf(&b, ": %s", res.Error.Message)
-	}
-	if res.Rule != "" {
-		fmt.Fprintf(&b, " (rule %s)", res.Rule)
-	}
-	fmt.Fprintf(&b, ".\nArguments: %s\nCall id: %s", args, call.ID)
-	if res.Approval != nil {
-		fmt.Fprintf(&b, "\nApproval id: %s", res.Approval.ID)
-	}
-	return b.String()
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h cancelQuieter) WithAttrs(as []slog.Attr) slog.Handler {
+	return cancelQuieter{h.Handler.WithAttrs(as)}
+}
+
+func (h cancelQuieter) WithGroup(name string) slog.Handler {
+	return cancelQuieter{h.Handler.WithGroup(name)}
+}
+
+// cancelled reports whether a record is about a context.Canceled: an
+// error attribute that is one, or a message that ends in its text (the
+// SDK formats some errors into the message).
+func cancelled(r slog.Record) bool {
+	found := strings.HasSuffix(r.Message, context.Canceled.Error())
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, context.Canceled) {
+			found = true
+		}
+		return !found
+	})
+	return found
 }

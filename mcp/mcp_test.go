@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"airlock.dev/airlock/mcp"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/store"
-	"airlock.dev/airlock/store/sqlite"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
@@ -217,13 +215,20 @@ func TestListTools(t *testing.T) {
 		if got.Description != want.Description {
 			t.Errorf("%s: description %q, want %q", want.Name, got.Description, want.Description)
 		}
-		// The schema the client sees is the gate's, value for value.
-		var wantSchema any
-		json.Unmarshal(want.Schema, &wantSchema)
+		// The schema the client sees is the gate's, bound for bound, in
+		// standard keywords only: no $schema, no custom format.
 		gotJSON, _ := json.Marshal(got.InputSchema)
-		wantJSON, _ := json.Marshal(wantSchema)
-		if string(gotJSON) != string(wantJSON) {
-			t.Errorf("%s: schema\n%s\nwant\n%s", want.Name, gotJSON, wantJSON)
+		shown, gate := leaves(t, gotJSON), leaves(t, want.Schema)
+		for ptr, v := range gate {
+			if ptr == "/$schema" || strings.HasSuffix(ptr, "/format") && (v == "relative-path" || v == "http-url") {
+				if _, ok := shown[ptr]; ok {
+					t.Errorf("%s: the client is shown %s %v", want.Name, ptr, v)
+				}
+				continue
+			}
+			if fmt.Sprint(shown[ptr]) != fmt.Sprint(v) {
+				t.Errorf("%s: %s is %v, the gate's %v", want.Name, ptr, shown[ptr], v)
+			}
 		}
 	}
 	for _, name := range []string{"calculate", "read_file", "write_file", "edit_file", "list_dir", "glob", "grep"} {
@@ -244,6 +249,33 @@ func TestListTools(t *testing.T) {
 	if a := byName["write_file"].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
 		t.Errorf("write_file annotations = %+v, want destructive", a)
 	}
+}
+
+// leaves flattens a JSON document to its scalar values by JSON pointer.
+func leaves(t *testing.T, doc []byte) map[string]any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	var walk func(ptr string, v any)
+	walk = func(ptr string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(ptr+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k), e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s/%d", ptr, i), e)
+			}
+		default:
+			out[ptr] = x
+		}
+	}
+	walk("", v)
+	return out
 }
 
 func TestCallTool(t *testing.T) {
@@ -350,11 +382,21 @@ func TestCallCarriesSessionRoleMode(t *testing.T) {
 	}
 }
 
-func TestUnknownToolIsProtocolError(t *testing.T) {
+func TestUnknownToolIsToolResult(t *testing.T) {
 	f := newFixture(t)
 	cs := connect(t, f.gate, nil, nil)
-	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "nope"}); err == nil {
-		t.Fatal("calling an unlisted tool succeeded")
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "nope", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("an unlisted tool: protocol error %v; want a tool result", err)
+	}
+	sc := structured(t, res)
+	if !res.IsError || sc["code"] != string(tool.CodeUnknownTool) || sc["hint"] == "" || !strings.HasPrefix(text(res), "unknown_tool: ") {
+		t.Fatalf("an unlisted tool: %s %v, want an unknown_tool refusal", text(res), sc)
+	}
+	// The gate saw it: the refusal is audited.
+	id, _ := res.Meta[mcp.MetaCallID].(string)
+	if entries := f.audited(t, id); len(entries) != 1 || entries[0].Code != string(tool.CodeUnknownTool) {
+		t.Errorf("audit of the unknown tool's call %q: %+v", id, entries)
 	}
 	// The session still serves.
 	if got := text(callTool(t, cs, "calculate", map[string]any{"expression": "2*21"})); got != "42" {
@@ -362,192 +404,94 @@ func TestUnknownToolIsProtocolError(t *testing.T) {
 	}
 }
 
-func TestApprove(t *testing.T) {
-	writeArgs := map[string]any{"path": "x.txt", "content": "x"}
-	hookErr := errors.New("the approver is away")
-	tests := []struct {
-		name     string
-		approved bool
-		err      error
-		runs     int // gate calls recorded for the call id
-	}{
-		{"approved runs the same call again", true, nil, 2},
-		{"not approved", false, nil, 1},
-		{"error is not approved", true, hookErr, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t)
-			var asked atomic.Int64
-			var gotCall tool.Call
-			var gotRes tool.Result
-			opts := &mcp.Options{Mode: "ask", Approve: func(ctx context.Context, ss *sdk.ServerSession, c tool.Call, r tool.Result) (bool, error) {
-				asked.Add(1)
-				gotCall, gotRes = c, r
-				if ss == nil {
-					t.Error("Approve got no session")
-				}
-				if _, ok := ctx.Deadline(); !ok {
-					t.Error("Approve's context has no deadline")
-				}
-				return tt.approved, tt.err
-			}}
-			cs := connect(t, f.gate, opts, nil)
-			res := callTool(t, cs, "write_file", writeArgs)
-			if asked.Load() != 1 {
-				t.Fatalf("Approve called %d times, want 1", asked.Load())
-			}
-			if gotRes.Error == nil || gotRes.Error.Code != tool.CodeApprovalRequired {
-				t.Errorf("Approve got %+v, want the approval_required result", gotRes)
-			}
-			if gotCall.Tool != "write_file" || gotCall.ID == "" || gotCall.ID != gotRes.CallID {
-				t.Errorf("Approve got call %+v, want write_file with the gate's call id %s", gotCall, gotRes.CallID)
-			}
-			entries := f.audited(t, gotRes.CallID)
-			if len(entries) != tt.runs {
-				t.Errorf("the gate saw the call %d times, want %d", len(entries), tt.runs)
-			}
-			// The gate has no approvals store yet, so the re-run is asked
-			// again; the result returned is the last gate call's.
-			if sc := structured(t, res); sc["code"] != string(tool.CodeApprovalRequired) {
-				t.Errorf("structured = %v, want approval_required", sc)
-			}
-			if res.Meta[mcp.MetaCallID] != gotRes.CallID {
-				t.Errorf("result call id %v, want %s", res.Meta[mcp.MetaCallID], gotRes.CallID)
-			}
-		})
-	}
-}
-
-// TestApproveWithStore runs the whole approval path against a gate with
-// an approvals store: the hook records the person's decision in the store,
-// and the re-run consumes the approval and runs the call once.
-func TestApproveWithStore(t *testing.T) {
-	for _, approve := range []bool{true, false} {
-		t.Run(fmt.Sprint("approve=", approve), func(t *testing.T) {
-			db, err := sqlite.Open(filepath.Join(t.TempDir(), "airlock.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			f := newFixtureWith(t, db)
-			var approvalID string
-			opts := &mcp.Options{Mode: "ask", Approve: func(ctx context.Context, _ *sdk.ServerSession, c tool.Call, r tool.Result) (bool, error) {
-				if r.Approval == nil {
-					return false, errors.New("no pending approval")
-				}
-				approvalID = r.Approval.ID
-				if _, err := db.DecideApproval(ctx, r.Approval.ID, approve, "tester", time.Now()); err != nil {
-					return false, err
-				}
-				return approve, nil
-			}}
-			cs := connect(t, f.gate, opts, nil)
-			res := callTool(t, cs, "write_file", map[string]any{"path": "approved.txt", "content": "yes\n"})
-			data, readErr := os.ReadFile(filepath.Join(f.dir, "approved.txt"))
-			if !approve {
-				sc := structured(t, res)
-				if !res.IsError || sc["code"] != string(tool.CodeApprovalRequired) || sc["approval_id"] != approvalID {
-					t.Errorf("denied approval: %v, want approval_required naming %s", sc, approvalID)
-				}
-				if readErr == nil {
-					t.Error("the file was written without approval")
-				}
-				return
-			}
-			if res.IsError {
-				t.Fatalf("approved call refused: %s", text(res))
-			}
-			if string(data) != "yes\n" {
-				t.Errorf("file = %q, %v; want the approved write", data, readErr)
-			}
-			id, _ := res.Meta[mcp.MetaCallID].(string)
-			entries := f.audited(t, id)
-			if len(entries) != 2 || entries[0].Code != string(tool.CodeApprovalRequired) || entries[1].Decision != "allow" {
-				t.Errorf("audit of call %s: %+v; want the ask, then the approved run", id, entries)
-			}
-			// The approval was used up: the same call parks a new one.
-			first := approvalID
-			callTool(t, cs, "write_file", map[string]any{"path": "approved.txt", "content": "yes\n"})
-			if approvalID == first {
-				t.Errorf("the second call reused approval %s", first)
-			}
-		})
-	}
-}
-
-func TestApproveNotCalledForOtherRefusals(t *testing.T) {
+// TestResultsAreObjects: every result carries an object as structured
+// content, beside the text: a client that finds none parses the text
+// as JSON (Gemini CLI), and 70.15 is a number, not the object it wants.
+func TestResultsAreObjects(t *testing.T) {
 	f := newFixture(t)
-	var asked atomic.Int64
-	opts := &mcp.Options{Mode: "read-only", Approve: func(context.Context, *sdk.ServerSession, tool.Call, tool.Result) (bool, error) {
-		asked.Add(1)
-		return true, nil
-	}}
-	cs := connect(t, f.gate, opts, nil)
-	callTool(t, cs, "write_file", map[string]any{"path": "x.txt", "content": "x"})
-	callTool(t, cs, "calculate", map[string]any{"expression": "1+1"})
-	if asked.Load() != 0 {
-		t.Errorf("Approve called %d times for a deny and a success, want 0", asked.Load())
+	os.WriteFile(filepath.Join(f.dir, "notes.txt"), []byte("hello\n"), 0o644)
+	cs := connect(t, f.gate, nil, nil)
+
+	res := callTool(t, cs, "calculate", map[string]any{"expression": "($100 + $250.75) * 20%"})
+	if sc := structured(t, res); text(res) != "70.15" || sc["value"] != "70.15" || sc["float"] != 70.15 || sc["exact"] != true {
+		t.Errorf("calculate: text %q, structured %v; want 70.15 and {value 70.15, float 70.15, exact true}", text(res), sc)
+	}
+	res = callTool(t, cs, "calculate", map[string]any{"expression": "2/3"})
+	if sc := structured(t, res); sc["exact"] != false || !strings.HasPrefix(sc["value"].(string), "0.6666") {
+		t.Errorf("calculate 2/3: structured %v, want an inexact value", sc)
+	}
+	res = callTool(t, cs, "read_file", map[string]any{"path": "notes.txt"})
+	if sc := structured(t, res); res.IsError || sc["text"] != text(res) || sc["source"] != "workspace:notes.txt" {
+		t.Errorf("read_file: structured %v, want the text %q and its source", sc, text(res))
+	}
+	res = callTool(t, cs, "list_dir", map[string]any{"path": "."})
+	if sc := structured(t, res); res.IsError || sc["text"] != text(res) {
+		t.Errorf("list_dir: structured %v, want the text %q", sc, text(res))
+	}
+	// No tool declares an output schema: a client checks structured
+	// content against one, and a refusal's would not match it.
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list.Tools {
+		if tl.OutputSchema != nil {
+			t.Errorf("%s declares an output schema", tl.Name)
+		}
 	}
 }
 
-func TestElicitApproval(t *testing.T) {
-	yes := &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
-	tests := []struct {
-		name    string
-		version string
-		answer  *sdk.ElicitResult // nil: the client cannot elicit
-		runs    int
-	}{
-		{"accepted yes", legacyVersion, yes, 2},
-		{"accepted no", legacyVersion, &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, 1},
-		{"declined", legacyVersion, &sdk.ElicitResult{Action: "decline"}, 1},
-		{"cancelled", legacyVersion, &sdk.ElicitResult{Action: "cancel"}, 1},
-		{"no elicitation", legacyVersion, nil, 1},
-		// From 2026-07-28 a server may not send a request while serving
-		// one (SEP-2322): the SDK refuses, and the call stays unapproved.
-		{"2026-07-28 refuses elicitation", "", yes, 1},
+// TestGlobSource: a glob result's envelope names the pattern as it is.
+func TestGlobSource(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n"), 0o644)
+	ws, err := workspace.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t)
-			var message string
-			copts := &sdk.ClientOptions{}
-			if tt.answer != nil {
-				copts.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-					message = req.Params.Message
-					return tt.answer, nil
-				}
-			}
-			cs := connectVersion(t, f.gate, &mcp.Options{Mode: "ask", Approve: mcp.ElicitApproval}, copts, tt.version)
-			res := callTool(t, cs, "write_file", map[string]any{"path": "x.txt", "content": "x"})
-			id, _ := res.Meta[mcp.MetaCallID].(string)
-			if got := len(f.audited(t, id)); got != tt.runs {
-				t.Errorf("the gate saw the call %d times, want %d", got, tt.runs)
-			}
-			if sc := structured(t, res); sc["code"] != string(tool.CodeApprovalRequired) {
-				t.Errorf("structured = %v, want approval_required", sc)
-			}
-			if tt.answer != nil && tt.version != "" && (!strings.Contains(message, "write_file") || !strings.Contains(message, id)) {
-				t.Errorf("elicitation message %q lacks the tool or the call id %s", message, id)
-			}
-		})
+	defer ws.Close()
+	reg := tool.NewRegistry()
+	for _, tl := range tools.FileTools(ws) {
+		reg.Register(tl)
+	}
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Envelopes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := text(callTool(t, connect(t, g, nil, nil), "glob", map[string]any{"pattern": "**/*.go"}))
+	if !strings.Contains(got, `source="workspace:glob **/*.go"`) || !strings.Contains(got, "a.go") {
+		t.Errorf("glob result %q, want an envelope from workspace:glob **/*.go", got)
 	}
 }
 
-func TestElicitApprovalCutsLongArguments(t *testing.T) {
+// TestCancelledCall: a call the client cancels is recorded as cancelled,
+// not as past its deadline.
+func TestCancelledCall(t *testing.T) {
 	f := newFixture(t)
-	var message string
-	copts := &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-		message = req.Params.Message
-		return &sdk.ElicitResult{Action: "decline"}, nil
-	}}
-	cs := connectVersion(t, f.gate, &mcp.Options{Mode: "ask", Approve: mcp.ElicitApproval}, copts, legacyVersion)
-	callTool(t, cs, "write_file", map[string]any{"path": "x.txt", "content": strings.Repeat("é", mcp.MaxElicitArgBytes)})
-	if len(message) > mcp.MaxElicitArgBytes+512 || !strings.Contains(message, "MaxElicitArgBytes") {
-		t.Errorf("message of %d bytes, want it cut at MaxElicitArgBytes and saying so", len(message))
+	cs := connect(t, f.gate, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for f.probeRun.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "probe", Arguments: map[string]any{"sleep_ms": 5000}}); err == nil {
+		t.Fatal("the cancelled call returned a result")
 	}
-	if !strings.Contains(message, "Call id:") {
-		t.Errorf("message %q lacks the call id", message)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(f.logPath)
+		f.log.Flush()
+		switch {
+		case strings.Contains(string(data), `"code":"cancelled"`):
+			if strings.Contains(string(data), "deadline_exceeded") {
+				t.Errorf("audit log %s records a deadline", data)
+			}
+			return
+		case strings.Contains(string(data), "deadline_exceeded"), time.Now().After(deadline):
+			t.Fatalf("audit log %s, want the probe recorded as cancelled", data)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -38,14 +39,29 @@ const StdioDrainTimeout = time.Minute
 const readBufferBytes = 64 << 10
 
 // ServeStdio serves one MCP session over newline-delimited JSON-RPC on in
-// and out. It returns nil when the client closes in, and ctx.Err() when
-// ctx is cancelled. Out is written one whole message at a time; it is not
-// closed. In is closed when the session ends, if it is an io.Closer.
+// and out. It returns nil when the client closes in, or its end of out
+// (EPIPE), and ctx.Err() when ctx is cancelled; none of these is logged
+// as an error, for each is how a session normally ends. Out is written
+// one whole message at a time; it is not closed. In is closed when the
+// session ends, if it is an io.Closer.
 func ServeStdio(ctx context.Context, g *gate.Gate, in io.Reader, out io.Writer, opts *Options) error {
 	o := opts.withDefaults()
 	srv := NewServer(g, &o)
 	t := &stdioTransport{in: in, out: out, maxBytes: o.MaxMessageBytes, log: o.Logger}
-	err := srv.Run(ctx, t)
+	// Not srv.Run, which logs a cancelled ctx as an error.
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err = <-ended:
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		return ctx.Err()
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -139,6 +155,12 @@ func (c *stdioConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		return fmt.Errorf("mcp: encoding a message: %w", err)
 	}
 	err = c.writeLine(data)
+	if errors.Is(err, syscall.EPIPE) {
+		// The client closed its end (it was killed): the session is over,
+		// as at the end of its input, which the SDK does not report.
+		c.Close()
+		err = fmt.Errorf("mcp: the client closed its end of the output: %w", io.EOF)
+	}
 	if r, ok := m.(*jsonrpc.Response); ok {
 		c.pmu.Lock()
 		if n := c.pending[r.ID]; n > 1 {

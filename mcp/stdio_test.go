@@ -2,12 +2,16 @@ package mcp_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -319,5 +323,65 @@ func TestStdioAnswersAfterInputEnds(t *testing.T) {
 		p.served <- nil
 	case <-time.After(30 * time.Second):
 		t.Fatal("the session did not end after its input ended and every request was answered")
+	}
+}
+
+// lockedBuffer is a log destination the server and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestStdioEndsQuietly: a session that ends because the process is
+// stopping, or because the client closed its end of the output, logs no
+// error: both are how sessions end, and a client shows the person the
+// server's error lines.
+func TestStdioEndsQuietly(t *testing.T) {
+	f := newFixture(t)
+	var logs lockedBuffer
+	opts := &mcp.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+
+	p := serveStdio(t, f, opts)
+	p.initialize(t)
+	p.cancel()
+	if err := <-p.served; !errors.Is(err, context.Canceled) {
+		t.Errorf("ServeStdio after cancel = %v, want context.Canceled", err)
+	}
+	p.served <- nil
+
+	// A client that was killed: its end of the output is closed.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- mcp.ServeStdio(context.Background(), f.gate, inR, outW, opts) }()
+	outR.Close()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("ServeStdio after the client closed its end = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end when its output was closed")
+	}
+	inW.Close()
+	outW.Close()
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a normal end of session logged an error:\n%s", logs.String())
 	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -114,5 +117,56 @@ func TestMCPLatestProtocolUsesCurrentDirectory(t *testing.T) {
 	text, isErr := callText(t, cs, "read_file", map[string]any{"path": "here.txt"})
 	if isErr || !strings.Contains(text, "current directory") {
 		t.Fatalf("read_file: %q (isError %v)", text, isErr)
+	}
+}
+
+// TestMCPKilledClient: a client that is killed closes its ends of the
+// pipes; airlock's next write to stdout must end the session quietly with
+// status 0, not kill the process with SIGPIPE. It runs airlock as its own
+// process (this test binary, as testscript's "airlock" command), since
+// only a write to a process's own stdout raises SIGPIPE.
+func TestMCPKilledClient(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd := &exec.Cmd{Path: exe, Args: []string{"airlock", "mcp", "--workspace", ws}, Dir: ws,
+		Env: append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), Stdout: outW, Stderr: &stderr}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+rootsProtocol+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"id":0`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	// The client dies: it reads no more, and its input to airlock ends
+	// after one last request, whose answer has nowhere to go.
+	outR.Close()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("airlock mcp after its client was killed: %v, want status 0\n%s", err, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("airlock mcp did not end after its client was killed")
+	}
+	if s := stderr.String(); strings.Contains(s, "level=ERROR") || strings.Contains(s, "broken pipe") {
+		t.Errorf("stderr after a killed client:\n%s", s)
 	}
 }

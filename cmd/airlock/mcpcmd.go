@@ -10,7 +10,9 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,7 +20,6 @@ import (
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/mcp"
 	"airlock.dev/airlock/store"
-	"airlock.dev/airlock/tool"
 )
 
 // Version is airlock's version, set at link time.
@@ -49,7 +50,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return refused(stderr, "mcp", err)
 		}
 		defer e.Close()
-		g, opts.Approve = e.gate, approver(e.db)
+		g, opts.Decide = e.gate, recordDecision(e.db)
 	} else {
 		// The workspace is the client's first root, known once it has
 		// connected: calls wait for it, and only the listing is ready now.
@@ -59,14 +60,18 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return refused(stderr, "mcp", err)
 		}
 		opts.GateFor = lazy.gate
-		opts.Approve = func(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) (bool, error) {
+		opts.Decide = func(ctx context.Context, ss *sdk.ServerSession, id string, approve bool, by string) error {
 			e, err := lazy.env(ctx, ss)
 			if err != nil {
-				return false, err
+				return err
 			}
-			return approver(e.db)(ctx, ss, call, res)
+			return recordDecision(e.db)(ctx, ss, id, approve, by)
 		}
 	}
+	// A client that is killed closes its end of stdout: the next write
+	// must fail with EPIPE, which ends the session like the end of its
+	// input, rather than kill airlock with SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := mcp.ServeStdio(ctx, g, stdin, stdout, opts); err != nil && !errors.Is(err, context.Canceled) {
 		return refused(stderr, "mcp", err)
 	}
@@ -95,7 +100,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return refused(stderr, "serve", err)
 	}
 	defer e.Close()
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Approve: approver(e.db), Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Decide: recordDecision(e.db), Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
 	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
 	handler, err := mcp.NewHTTPHandler(e.gate, opts, h)
 	if err != nil {
@@ -108,26 +113,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitOK
 }
 
-// approver asks the person through MCP elicitation when the client offers
-// it, and records the answer in the store, bound to the exact call, so
-// that the gate's re-run consumes it. Without elicitation the call stays
-// parked: the result names the approval for `airlock approve`.
-func approver(db store.Approvals) func(context.Context, *sdk.ServerSession, tool.Call, tool.Result) (bool, error) {
-	return func(ctx context.Context, ss *sdk.ServerSession, call tool.Call, res tool.Result) (bool, error) {
-		if res.Approval == nil {
-			return false, nil
-		}
-		ok, err := mcp.ElicitApproval(ctx, ss, call, res)
-		if errors.Is(err, mcp.ErrNoElicitation) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if _, err := db.DecideApproval(ctx, res.Approval.ID, ok, "mcp-elicitation:"+call.Session, time.Now()); err != nil {
-			return false, err
-		}
-		return ok, nil
+// recordDecision records the answer a person gave through MCP elicitation in
+// the store, where the gate's re-run of the call finds it. A client that
+// cannot elicit is never asked: the result names the approval for
+// `airlock approve`.
+func recordDecision(db store.Approvals) func(context.Context, *sdk.ServerSession, string, bool, string) error {
+	return func(ctx context.Context, _ *sdk.ServerSession, id string, approve bool, by string) error {
+		_, err := db.DecideApproval(ctx, id, approve, by, time.Now())
+		return err
 	}
 }
 
