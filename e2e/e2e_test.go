@@ -37,7 +37,7 @@ const (
 	setupTimeout       = 5 * time.Minute // npm ci on a fresh clone; a no-op otherwise
 	buildTimeout       = 3 * time.Minute
 	healthTimeout      = 20 * time.Second
-	clientTimeout      = 60 * time.Second
+	clientTimeout      = 3 * time.Minute
 	inspectorTimeout   = 2 * time.Minute
 	conformanceTimeout = 2 * time.Minute
 	// killGrace is how long a process group has after SIGTERM before
