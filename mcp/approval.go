@@ -139,19 +139,19 @@ func (s *server) answered(ctx context.Context, g *gate.Gate, req *sdk.CallToolRe
 			Message: "the requestState does not belong to this call: it was changed, has expired, comes from another call or from before a restart",
 			Hint:    "Make the call again without requestState and inputResponses"}})
 	}
-	approve := false
-	action := "no answer"
+	// Only an answer is a decision: without one (a client that could not
+	// ask) the approval stays pending, and the gate's call names it.
 	if r, ok := req.Params.InputResponses[approvalInput].(*sdk.ElicitResult); ok && r != nil {
 		yes, _ := r.Content["approve"].(bool)
-		approve, action = r.Action == "accept" && yes, r.Action
+		approve := r.Action == "accept" && yes
+		if err := s.opts.Decide(ctx, req.Session, st.Approval, approve, "mcp-elicitation:"+st.Session); err != nil {
+			// Already decided (by `airlock approve` meanwhile, or a
+			// replay), or the store failed: the gate's call below says
+			// where it stands.
+			s.opts.Logger.Warn("mcp: recording the approval failed", "approval", st.Approval, "error", err)
+		}
+		s.opts.Logger.Info("mcp: approval", "tool", st.Tool, "call_id", st.CallID, "approval", st.Approval, "answer", r.Action, "approved", approve)
 	}
-	by := "mcp-elicitation:" + st.Session
-	if err := s.opts.Decide(ctx, req.Session, st.Approval, approve, by); err != nil {
-		// Already decided (by `airlock approve` meanwhile, or a replay),
-		// or the store failed: the gate's call below says where it stands.
-		s.opts.Logger.Warn("mcp: recording the approval failed", "approval", st.Approval, "error", err)
-	}
-	s.opts.Logger.Info("mcp: approval", "tool", st.Tool, "call_id", st.CallID, "approval", st.Approval, "answer", action, "approved", approve)
 	call := tool.Call{
 		ID: st.CallID, Tool: st.Tool, Args: args, Session: st.Session, Step: st.Step,
 		Role: st.Role, Mode: s.opts.Mode, Approval: st.Approval,

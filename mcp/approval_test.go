@@ -204,8 +204,16 @@ func TestRequestStateIsBound(t *testing.T) {
 	if pending, _ := db.PendingApprovals(ctx, time.Now()); len(pending) != 2 {
 		t.Errorf("%d approvals pending, want both still pending", len(pending))
 	}
+	// Without an answer nothing is decided: A stays pending, and is named.
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "write_file", Arguments: argsA, InputResponses: sdk.InputResponseMap{}, RequestState: qa.RequestState})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := structured(t, res); sc["code"] != string(tool.CodeApprovalRequired) || !strings.Contains(text(res), "airlock approve") {
+		t.Errorf("no answer: %s, want approval_required, still pending", text(res))
+	}
 	// The true answer, with the arguments in another key order, runs A once.
-	res := answer(map[string]any{"content": "a", "path": "a.txt"}, qa.RequestState)
+	res = answer(map[string]any{"content": "a", "path": "a.txt"}, qa.RequestState)
 	if data, err := os.ReadFile(filepath.Join(f.dir, "a.txt")); res.IsError || string(data) != "a" {
 		t.Fatalf("the approved call: %s; file %q, %v", text(res), data, err)
 	}
