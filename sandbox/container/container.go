@@ -225,7 +225,10 @@ func (s *Sandbox) engine(ctx context.Context) (*engine, error) {
 	if ents, err := os.ReadDir(e.emptyDir); err != nil || len(ents) > 0 {
 		return nil, fmt.Errorf("container: %s must be an empty directory (it masks .airlock): remove what is in it", e.emptyDir)
 	}
-	profile := seccompJSON()
+	profile, err := seccompJSON()
+	if err != nil {
+		return nil, err
+	}
 	if e.podman {
 		// Podman reads seccomp=PATH on its own host; Docker takes the JSON.
 		path, err := seccompFile(s.opts.StateDir, profile)

@@ -9,74 +9,39 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"golang.org/x/sys/unix"
-
 	"airlock.dev/airlock/sandbox/internal/seccomp"
 )
 
 // The container's seccomp profile, in the engines' JSON format. Podman's
 // and Docker's default profiles allow ptrace (on kernels since 4.8) and
 // leave socket families open; a command here needs neither, so the
-// backend gives its own profile, written from the sandbox's one deny list
-// (package seccomp, which the native and bwrap filters are built from):
-// EPERM for its calls, for any socket but AF_UNIX and for clone with a
-// namespace flag, ENOSYS for clone3 (whose flags a filter cannot read; the
-// C library then falls back to clone).
-
-// cloneNamespaceFlags are seccomp.CloneNamespaces one flag at a time, as
-// the profile tests them (a masked compare per flag).
-var cloneNamespaceFlags = func() []uint64 {
-	var flags []uint64
-	for bit := uint64(1); bit != 0; bit <<= 1 {
-		if seccomp.CloneNamespaces&bit != 0 {
-			flags = append(flags, bit)
-		}
-	}
-	return flags
-}()
-
-type seccompArg struct {
-	Index    uint   `json:"index"`
-	Value    uint64 `json:"value"`
-	ValueTwo uint64 `json:"valueTwo"`
-	Op       string `json:"op"`
-}
-
-type seccompRule struct {
-	Names    []string     `json:"names"`
-	Action   string       `json:"action"`
-	ErrnoRet uint         `json:"errnoRet"`
-	Args     []seccompArg `json:"args,omitempty"`
-}
+// backend gives its own profile, rendered from the
+// sandbox's one policy (package seccomp, whose filter the native and bwrap
+// backends load): its deny list, and its rules on arguments for a sandbox
+// without network (seccomp.SocketsUnix), the same data the filter's
+// program is assembled from.
 
 type seccompProfile struct {
-	DefaultAction string        `json:"defaultAction"`
-	Architectures []string      `json:"architectures"`
-	Syscalls      []seccompRule `json:"syscalls"`
+	DefaultAction string               `json:"defaultAction"`
+	Architectures []string             `json:"architectures"`
+	Syscalls      []seccomp.OCISyscall `json:"syscalls"`
 }
 
+// profileSockets is what the profile lets socket(2) make: the backend has
+// no proxied network mode.
+const profileSockets = seccomp.SocketsUnix
+
 // seccompJSON is the profile, the same bytes every time.
-func seccompJSON() []byte {
+func seccompJSON() ([]byte, error) {
 	arches := []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}
 	if runtime.GOARCH == "arm64" {
 		arches = []string{"SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"}
 	}
-	p := seccompProfile{
-		DefaultAction: "SCMP_ACT_ALLOW",
-		Architectures: arches,
-		Syscalls: []seccompRule{
-			{Names: seccomp.Names(), Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.EPERM)},
-			{Names: []string{"clone3"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.ENOSYS)},
-			{Names: []string{"socket"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.EPERM),
-				Args: []seccompArg{{Index: 0, Value: unix.AF_UNIX, Op: "SCMP_CMP_NE"}}},
-		},
+	calls, err := seccomp.OCISyscalls(profileSockets)
+	if err != nil {
+		return nil, fmt.Errorf("container: the seccomp profile: %w", err)
 	}
-	for _, f := range cloneNamespaceFlags {
-		p.Syscalls = append(p.Syscalls, seccompRule{Names: []string{"clone"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uint(unix.EPERM),
-			Args: []seccompArg{{Index: 0, Value: f, ValueTwo: f, Op: "SCMP_CMP_MASKED_EQ"}}})
-	}
-	b, _ := json.Marshal(p) // plain structs: cannot fail
-	return b
+	return json.Marshal(seccompProfile{DefaultAction: "SCMP_ACT_ALLOW", Architectures: arches, Syscalls: calls})
 }
 
 // seccompFile writes the profile where a local Podman can read it (Podman

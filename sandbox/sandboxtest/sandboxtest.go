@@ -115,6 +115,7 @@ func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox, opts *Opti
 		{"Escape/Syscalls", s.testSyscalls},
 		{"Escape/Setuid", s.testSetuid},
 		{"Escape/ProcSys", s.testProcSys},
+		{"Escape/Terminal", s.testTerminal},
 		{"Escape/HostProcess", s.testHostProcess},
 		{"Escape/HostEnv", s.testHostEnv},
 		{"Escape/MaskedDir", s.testMasked},
@@ -819,6 +820,23 @@ func (s *suite) testProcSys(t *testing.T) {
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
 	}, "sysctl", tok)
 	s.mustNotReach(t, s.probeSpec(s.workspace(t), "sysctl", tok))
+}
+
+// testTerminal: TIOCSTI, which types into a terminal as if its user
+// did, and TIOCLINUX, a virtual console's controls, are refused with the
+// filter's EPERM, also with the high half of the request number set (the
+// kernel drops it, a 64-bit comparison does not). The probe makes the
+// terminal its controlling one, where the kernel itself would let the
+// push through (see the probe's tty); on the host it does.
+func (s *suite) testTerminal(t *testing.T) {
+	tok := token(t)
+	s.mustReachOnHost(t, nil, "tty", tok)
+	r := s.mustNotReach(t, s.probeSpec(s.workspace(t), "tty", tok))
+	for _, req := range []string{"TIOCSTI", "TIOCSTI|1<<32", "TIOCLINUX"} {
+		if !hasLine(r.Stdout, req+" errno=1 (") {
+			t.Errorf("ioctl %s: want EPERM from the seccomp filter: %s", req, describe(r))
+		}
+	}
 }
 
 // --- escapes: host processes and environment ---

@@ -1,9 +1,11 @@
 // Package seccomp is the one seccomp policy of every sandbox backend: the
-// system calls refused inside a sandbox, with the reason for each, and the
-// classic BPF filter that refuses them. The native init installs the
-// filter itself, the bwrap backend hands the same program to bwrap, and
-// the container backend writes the same list into the engine's JSON
-// profile; a call added here is refused by all three.
+// system calls refused inside a sandbox (Denied) and the refusals that
+// look at a call's arguments (Rules), each with its reason, written once
+// as data and rendered twice: as the classic BPF filter (Filter) that the
+// native init installs and the bwrap backend hands to bwrap, and as the
+// entries of the OCI seccomp profile (OCISyscalls) that the container
+// backend gives the engine. A call or rule added here is refused by all
+// three.
 //
 // The filter is a deny list on top of the namespaces, the dropped
 // capabilities and Landlock, not a replacement for them. Inside the
@@ -125,9 +127,7 @@ const CloneNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
 const (
 	offNr   = 0
 	offArch = 4
-	offArg0 = 16 // the low 32 bits, little-endian
-	offArg1 = 24
-	offArg2 = 32
+	offArgs = 16 // the first argument's low 32 bits, little-endian; 8 bytes each
 )
 
 // Return values of the filter.
@@ -138,6 +138,10 @@ const (
 	RetKill   = unix.SECCOMP_RET_KILL_PROCESS
 )
 
+// maxErrno is the largest errno a filter may return (the kernel's
+// MAX_ERRNO).
+const maxErrno = 4095
+
 // insn is one BPF instruction whose jumps may name labels.
 type insn struct {
 	op     uint16
@@ -147,10 +151,9 @@ type insn struct {
 }
 
 // Filter returns the program: kill on a foreign architecture; EPERM for
-// a second ABI's numbers (x32), the Denied calls, clone with namespace
-// flags, the TIOCSTI and TIOCLINUX ioctls (pushing input into a terminal,
-// or its console controls) and socket(2) for what sockets does not allow;
-// ENOSYS for clone3.
+// a second ABI's numbers (x32) and the Denied calls; then the Rules of
+// the sockets mode, each call's rules tried in order, the first that
+// holds giving its errno; everything else is allowed.
 func Filter(sockets Sockets) ([]unix.SockFilter, error) {
 	ld := func(off uint32, label string) insn {
 		return insn{op: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: off, label: label}
@@ -174,58 +177,84 @@ func Filter(sockets Sockets) ([]unix.SockFilter, error) {
 	for _, s := range Denied {
 		p = append(p, jeq(uint32(s.Nr), "deny"))
 	}
-	p = append(p,
-		jeq(unix.SYS_CLONE, "clone"),
-		jeq(unix.SYS_CLONE3, "enosys"),
-		jeq(unix.SYS_IOCTL, "ioctl"),
-	)
-	if sockets != SocketsAny {
-		p = append(p, jeq(unix.SYS_SOCKET, "socket"))
+	// One jump per call that has rules, to its block of rules.
+	var calls []uintptr
+	byCall := map[uintptr][]Rule{}
+	for _, r := range Rules(sockets) {
+		if _, ok := byCall[r.Nr]; !ok {
+			calls = append(calls, r.Nr)
+			p = append(p, jeq(uint32(r.Nr), ruleLabel(r.Nr, 0)))
+		}
+		byCall[r.Nr] = append(byCall[r.Nr], r)
 	}
-	p = append(p,
-		ret(RetAllow, ""),
-		ld(offArg0, "clone"),
-		insn{op: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, k: CloneNamespaces, jt: "deny"},
-		ret(RetAllow, ""),
-		ld(offArg1, "ioctl"),
-		jeq(unix.TIOCSTI, "deny"),
-		jeq(unix.TIOCLINUX, "deny"),
-		ret(RetAllow, ""),
-	)
-	switch sockets {
-	case SocketsUnix:
-		p = append(p,
-			ld(offArg0, "socket"),
-			jeq(unix.AF_UNIX, "allow"),
-			ret(RetEPERM, ""),
-		)
-	case SocketsUnixTCP:
-		p = append(p,
-			ld(offArg0, "socket"),
-			jeq(unix.AF_UNIX, "allow"),
-			jeq(unix.AF_INET, "inet"),
-			ret(RetEPERM, ""),
-			ld(offArg1, "inet"),
-			insn{op: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, k: SockTypeMask},
-			jeq(unix.SOCK_STREAM, "inetproto"),
-			ret(RetEPERM, ""),
-			ld(offArg2, "inetproto"),
-			jeq(0, "allow"),
-			jeq(unix.IPPROTO_TCP, "allow"),
-			ret(RetEPERM, ""),
-		)
+	p = append(p, ret(RetAllow, ""))
+	for _, nr := range calls {
+		rules := byCall[nr]
+		for i, r := range rules {
+			code, err := rule(r, ruleLabel(nr, i), ruleLabel(nr, i+1))
+			if err != nil {
+				return nil, err
+			}
+			p = append(p, code...)
+		}
+		p = append(p, ret(RetAllow, ruleLabel(nr, len(rules))))
 	}
-	p = append(p, ret(RetAllow, "allow"), ret(RetENOSYS, "enosys"), ret(RetEPERM, "deny"))
+	p = append(p, ret(RetEPERM, "deny"))
 	return assemble(p)
+}
+
+func ruleLabel(nr uintptr, i int) string { return fmt.Sprintf("%d/%d", nr, i) }
+
+// rule is the code of one Rule, its first instruction labelled label:
+// each Cond in turn jumps to next (the call's next rule) when it does not
+// hold; past the last, the rule's errno is returned.
+func rule(r Rule, label, next string) ([]insn, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	var code []insn
+	add := func(in insn) {
+		if len(code) == 0 {
+			in.label = label
+		}
+		code = append(code, in)
+	}
+	jmp := func(op uint16, k uint32, onTrue, onFalse string) {
+		add(insn{op: unix.BPF_JMP | op | unix.BPF_K, k: k, jt: onTrue, jf: onFalse})
+	}
+	for _, c := range r.Conds {
+		add(insn{op: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: offArgs + 8*uint32(c.Arg)})
+		switch c.Op {
+		case OpEq:
+			jmp(unix.BPF_JEQ, c.Value, "", next)
+		case OpNe:
+			jmp(unix.BPF_JEQ, c.Value, next, "")
+		case OpMaskedEq, OpMaskedNe:
+			add(insn{op: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, k: c.Mask})
+			if c.Op == OpMaskedEq {
+				jmp(unix.BPF_JEQ, c.Value, "", next)
+			} else {
+				jmp(unix.BPF_JEQ, c.Value, next, "")
+			}
+		case OpAnyBit:
+			jmp(unix.BPF_JSET, c.Mask, "", next)
+		}
+	}
+	add(insn{op: unix.BPF_RET | unix.BPF_K, k: unix.SECCOMP_RET_ERRNO | uint32(r.Errno)})
+	return code, nil
 }
 
 // assemble resolves the labels into the relative jumps of classic BPF.
 func assemble(p []insn) ([]unix.SockFilter, error) {
 	at := map[string]int{}
 	for i, in := range p {
-		if in.label != "" {
-			at[in.label] = i
+		if in.label == "" {
+			continue
 		}
+		if _, dup := at[in.label]; dup {
+			return nil, fmt.Errorf("seccomp: label %q is on two instructions", in.label)
+		}
+		at[in.label] = i
 	}
 	out := make([]unix.SockFilter, len(p))
 	for i, in := range p {

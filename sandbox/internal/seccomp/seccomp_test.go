@@ -2,6 +2,7 @@ package seccomp
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -233,5 +234,192 @@ func TestBytes(t *testing.T) {
 		if got != in {
 			t.Fatalf("instruction %d: %+v in bytes, %+v in the program", i, got, in)
 		}
+	}
+}
+
+// ociRefuses interprets a profile's entries the way libseccomp applies
+// them, on all 64 bits of each argument: the errno of the first entry for
+// the call whose comparisons all hold, or 0 where none does.
+func ociRefuses(t *testing.T, entries []OCISyscall, name string, args [MaxArg + 1]uint64) unix.Errno {
+	t.Helper()
+	for _, e := range entries {
+		if !slices.Contains(e.Names, name) {
+			continue
+		}
+		holds := true
+		for _, a := range e.Args {
+			v := args[a.Index]
+			switch a.Op {
+			case ociNe:
+				holds = holds && v != a.Value
+			case ociMaskedEq:
+				holds = holds && v&a.Value == a.ValueTwo
+			default:
+				t.Fatalf("entry for %s: comparison %s, which this test does not know", name, a.Op)
+			}
+		}
+		if holds {
+			if e.Action != "SCMP_ACT_ERRNO" {
+				t.Fatalf("entry for %s: action %s", name, e.Action)
+			}
+			return unix.Errno(e.ErrnoRet)
+		}
+	}
+	return 0
+}
+
+// candidates are argument values around the constants of rules: each
+// value, mask and mask bit, their neighbours, and the same with the high
+// half set, which the kernel drops for the arguments the rules look at.
+func candidates(rules []Rule) [MaxArg + 1][]uint64 {
+	var out [MaxArg + 1][]uint64
+	for _, r := range rules {
+		for _, c := range r.Conds {
+			vs := []uint64{0, 1, low32, uint64(c.Value), uint64(c.Value) + 1, uint64(c.Value ^ 1), uint64(c.Mask), uint64(^c.Mask)}
+			for bit := uint32(1); bit != 0; bit <<= 1 {
+				if c.Mask&bit != 0 {
+					vs = append(vs, uint64(bit), uint64(c.Value^bit))
+				}
+			}
+			for _, v := range vs {
+				for _, w := range []uint64{v, v | 1<<32} {
+					if !slices.Contains(out[c.Arg], w) {
+						out[c.Arg] = append(out[c.Arg], w)
+					}
+				}
+			}
+		}
+	}
+	for i := range out {
+		if len(out[i]) == 0 {
+			out[i] = []uint64{0}
+		}
+	}
+	return out
+}
+
+// TestRulesInBothForms: every Rule is in the BPF filter and in the OCI
+// profile, and both refuse exactly what the rules refuse, on every
+// combination of argument values around the rules' constants (the
+// profile may refuse more when an argument's high half is set, never
+// less).
+func TestRulesInBothForms(t *testing.T) {
+	for _, sockets := range []Sockets{SocketsAny, SocketsUnix, SocketsUnixTCP} {
+		prog, err := Filter(sockets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		profile, err := OCISyscalls(sockets)
+		if sockets == SocketsUnixTCP {
+			// Two comparisons of one argument in a rule: libseccomp
+			// would refuse the profile, so it is not written.
+			if err == nil {
+				t.Errorf("sockets=%v: OCISyscalls wrote a profile libseccomp refuses", sockets)
+			}
+			profile = nil
+		} else if err != nil {
+			t.Fatalf("sockets=%v: %v", sockets, err)
+		}
+		rules := Rules(sockets)
+		byCall := map[uintptr][]Rule{}
+		for _, r := range rules {
+			byCall[r.Nr] = append(byCall[r.Nr], r)
+		}
+		seen := make([]bool, len(rules))
+		for nr, rs := range byCall {
+			cand := candidates(rs)
+			var args [MaxArg + 1]uint64
+			var try func(i int)
+			try = func(i int) {
+				if i <= MaxArg {
+					for _, v := range cand[i] {
+						args[i] = v
+						try(i + 1)
+					}
+					return
+				}
+				var want unix.Errno
+				for j, r := range rules {
+					if r.Nr == nr && r.Holds(args) {
+						if want == 0 {
+							want = r.Errno
+						}
+						seen[j] = true
+					}
+				}
+				wantRet := uint32(RetAllow)
+				if want != 0 {
+					wantRet = unix.SECCOMP_RET_ERRNO | uint32(want)
+				}
+				if got := run(t, prog, uint32(nr), native, args[:]...); got != wantRet {
+					t.Fatalf("sockets=%v %s%v: the filter returns %#x, the rules %#x", sockets, rs[0].Name, args, got, wantRet)
+				}
+				if profile == nil {
+					return
+				}
+				high := false
+				for _, a := range args {
+					high = high || a>>32 != 0
+				}
+				got := ociRefuses(t, profile, rs[0].Name, args)
+				if got != want && !(high && want == 0 && got == rs[0].Errno) {
+					t.Fatalf("sockets=%v %s%v: the profile gives errno %d, the rules %d", sockets, rs[0].Name, args, got, want)
+				}
+			}
+			try(0)
+		}
+		for j, r := range rules {
+			if !seen[j] {
+				t.Errorf("sockets=%v: no argument values make rule %s %+v hold", sockets, r.Name, r.Conds)
+			}
+		}
+	}
+}
+
+func TestRules(t *testing.T) {
+	for _, sockets := range []Sockets{SocketsAny, SocketsUnix, SocketsUnixTCP} {
+		errnos := map[uintptr]unix.Errno{}
+		for _, r := range Rules(sockets) {
+			if err := r.check(); err != nil {
+				t.Error(err)
+			}
+			if r.Name == "" || r.Reason == "" {
+				t.Errorf("%+v: every rule needs its call's name and its reason", r)
+			}
+			if e, ok := errnos[r.Nr]; ok && e != r.Errno {
+				t.Errorf("the rules on %s give errno %d and %d: the order would matter", r.Name, e, r.Errno)
+			}
+			errnos[r.Nr] = r.Errno
+		}
+	}
+	for _, bad := range []Rule{
+		{Nr: 1, Name: "x", Errno: 0},
+		{Nr: 1, Name: "x", Errno: maxErrno + 1},
+		{Nr: 1, Name: "x", Errno: unix.EPERM, Conds: []Cond{{Arg: MaxArg + 1, Op: OpEq}}},
+		{Nr: 1, Name: "x", Errno: unix.EPERM, Conds: []Cond{{Op: 0}}},
+		{Nr: 1, Name: "x", Errno: unix.EPERM, Conds: []Cond{{Op: OpAnyBit}}},
+		{Nr: 1, Name: "x", Errno: unix.EPERM, Conds: []Cond{{Op: OpMaskedEq, Mask: 0xf, Value: 0x10}}},
+	} {
+		if _, err := rule(bad, "a", "b"); err == nil {
+			t.Errorf("rule %+v rendered without an error", bad)
+		}
+	}
+}
+
+// TestProfileRefusesTerminalInjection: the requests of the profile's
+// ioctl rules are compared on their low half, so the high half set does
+// not slip past them.
+func TestProfileRefusesTerminalInjection(t *testing.T) {
+	profile, err := OCISyscalls(SocketsUnix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []uint64{unix.TIOCSTI, unix.TIOCSTI | 1<<32, unix.TIOCLINUX, unix.TIOCLINUX | 1<<32} {
+		if got := ociRefuses(t, profile, "ioctl", [MaxArg + 1]uint64{0, req}); got != unix.EPERM {
+			t.Errorf("ioctl(0, %#x): the profile gives errno %d, want EPERM", req, got)
+		}
+	}
+	if got := ociRefuses(t, profile, "ioctl", [MaxArg + 1]uint64{0, unix.TCGETS}); got != 0 {
+		t.Errorf("ioctl(0, TCGETS): the profile gives errno %d, want none", got)
 	}
 }

@@ -22,6 +22,7 @@
 //	probe mem MIB               allocate and touch MIB mebibytes
 //	probe daemon TOKEN          leave a double-forked, setsid'd "marker TOKEN" behind
 //	probe marker TOKEN          sleep for ever, with TOKEN in its argv
+//	probe tty TOKEN             type TOKEN into a controlling terminal with TIOCSTI, and try TIOCLINUX
 package main
 
 import (
@@ -88,6 +89,12 @@ func main() {
 	case "daemon2":
 		need(args, 1)
 		err = daemon(args[0], true)
+	case "tty":
+		need(args, 1)
+		err = tty(args[0])
+	case "tty-child":
+		need(args, 1)
+		err = ttyChild(args[0])
 	case "marker", "sleepchild":
 		for {
 			time.Sleep(time.Hour)
@@ -102,7 +109,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: probe tcp|udp|unix|raw|read|sys|ids|pids|env|mem|daemon|marker ...")
+	fmt.Fprintln(os.Stderr, "usage: probe tcp|udp|unix|raw|read|sys|ids|pids|env|mem|daemon|marker|tty ...")
 	os.Exit(2)
 }
 
