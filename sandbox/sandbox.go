@@ -129,7 +129,7 @@ type Limits struct {
 	Wall      time.Duration // wall-clock time, then the whole tree is killed
 	CPU       time.Duration // CPU time (RLIMIT_CPU, whole seconds, rounded up)
 	Memory    int64         // bytes of memory (cgroup), the whole tree
-	Pids      int           // processes and threads at once (cgroup), the whole tree
+	Pids      int           // processes and threads at once (cgroup) of the command's tree, the command's own included
 	OpenFiles int           // open file descriptors per process (RLIMIT_NOFILE)
 	FileSize  int64         // bytes of one written file (RLIMIT_FSIZE)
 	Output    int64         // bytes of stdout and of stderr each kept; past it the tree is killed

@@ -19,7 +19,9 @@ import (
 // under the caller's own cgroup in each hierarchy, so airlock never
 // touches a cgroup it did not create. bwrap and its child are moved in
 // while the child waits on --block-fd, before the command exists, so every
-// process of the command is born inside.
+// process of the command is born inside. Limits.Pids is the cgroup's
+// pids.max, and bwrap and its PID 1 count against it: the command's tree
+// gets two fewer, never more.
 
 // DefaultCgroupRoot is where the cgroup v1 hierarchies are mounted.
 const DefaultCgroupRoot = "/sys/fs/cgroup"

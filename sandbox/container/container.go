@@ -582,7 +582,7 @@ func (s *Sandbox) createBody(spec *sandbox.Spec, lim sandbox.Limits, e *engine) 
 		"ReadonlyRootfs": true,
 		"CapDrop":        []string{"ALL"},
 		"SecurityOpt":    []string{"no-new-privileges", e.seccomp},
-		"PidsLimit":      lim.Pids,
+		"PidsLimit":      lim.Pids, // the init counts too: the command's tree gets one fewer, never more
 		"Memory":         lim.Memory,
 		"MemorySwap":     lim.Memory, // memory plus swap: no swap on top
 		"Tmpfs":          map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},

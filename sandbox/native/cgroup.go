@@ -65,7 +65,8 @@ var runNonce = func() string {
 // sweepStale removes the run cgroups in airlock's subtrees whose owner
 // process is gone: an airlock killed with SIGKILL cannot remove its own.
 // Only empty ones go (the kernel refuses the rest), and only airlock's:
-// every name under its subtree is PID-N-NONCE, made by a Run.
+// every name under its subtree is PID-N-NONCE, made by a Run, and the
+// command's pids cgroup inside it goes first.
 func (cs *cgroupSystem) sweepStale() {
 	for _, h := range []hierarchy{cs.mem, cs.pids, cs.unified} {
 		if !h.ok() {
@@ -82,6 +83,7 @@ func (cs *cgroupSystem) sweepStale() {
 				continue
 			}
 			if syscall.Kill(n, 0) == syscall.ESRCH {
+				os.Remove(path.Join(h.parent(), e.Name(), commandCgroupName))
 				os.Remove(path.Join(h.parent(), e.Name()))
 			}
 		}
@@ -183,11 +185,19 @@ func exists(p string) bool {
 // runCgroup is the cgroups of one run.
 type runCgroup struct {
 	mem, pids, kill string // directories; "" when not made
-	memV2, pidsV2   bool
-	made            []string // to remove, deepest last
+	// cmdPids is the command's pids cgroup, below pids (see
+	// nsinit.Config.CommandPids); "" when not made.
+	cmdPids       string
+	memV2, pidsV2 bool
+	made          []string // to remove, deepest last
 }
 
-// newRunCgroup makes the run's cgroups and sets the limits. A controller
+// commandCgroupName names the command's pids cgroup inside the run's.
+const commandCgroupName = "command"
+
+// newRunCgroup makes the run's cgroups and sets the limits: memory for
+// the whole tree, and pids both for the whole tree (the init's allowance
+// included) and, in a cgroup below it, for the command's. A controller
 // that cannot be set up is reported in the error's order: memory, pids.
 // The v2 directory for cgroup.kill is best effort: the PID namespace kills
 // the tree anyway.
@@ -268,6 +278,10 @@ func (rc *runCgroup) makeMem(h hierarchy, id string, memory int64) error {
 	return nil
 }
 
+// makePids makes the run's pids cgroup, for the init and the command,
+// with room for InitTasks besides the command's pids; and below it the
+// command's, one higher than pids until the init has forked the command
+// into it (see nsinit's pids.go).
 func (rc *runCgroup) makePids(h hierarchy, id string, pids int) error {
 	if !h.ok() {
 		return errors.New("no pids cgroup controller is mounted")
@@ -278,7 +292,55 @@ func (rc *runCgroup) makePids(h hierarchy, id string, pids int) error {
 	}
 	enable(h, "pids")
 	rc.pids, rc.pidsV2 = dir, h.v2
-	return write(dir, "pids.max", strconv.Itoa(pids))
+	if err := write(dir, "pids.max", strconv.Itoa(pids+InitTasks)); err != nil {
+		return err
+	}
+	cmd := path.Join(dir, commandCgroupName)
+	if err := rc.mkdir(dir, cmd); err != nil {
+		return err
+	}
+	if h.v2 {
+		// Threads move alone only inside a threaded subtree; pids is a
+		// threaded controller.
+		if err := write(cmd, "cgroup.type", "threaded"); err != nil {
+			return fmt.Errorf("making the command's pids cgroup threaded: %w", err)
+		}
+		if err := write(dir, "cgroup.subtree_control", "+pids"); err != nil {
+			return fmt.Errorf("enabling pids below the run's cgroup: %w", err)
+		}
+	}
+	rc.cmdPids = cmd
+	return write(cmd, "pids.max", strconv.Itoa(pids+1))
+}
+
+// threadsFile is the file of a cgroup that moves single threads.
+func (rc *runCgroup) threadsFile() string {
+	if rc.pidsV2 {
+		return "cgroup.threads"
+	}
+	return "tasks"
+}
+
+// openPidsHop opens, for the init, the files through which its forking
+// thread steps into the command's pids cgroup and back (nsinit.PidsEnterFD,
+// PidsMaxFD, PidsLeaveFD, in that order).
+func (rc *runCgroup) openPidsHop() ([]*os.File, error) {
+	var files []*os.File
+	for _, p := range []string{
+		path.Join(rc.cmdPids, rc.threadsFile()),
+		path.Join(rc.cmdPids, "pids.max"),
+		path.Join(rc.pids, rc.threadsFile()),
+	} {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 func write(dir, file, v string) error {
@@ -307,7 +369,7 @@ func (rc *runCgroup) killAll() {
 	if rc.kill != "" && write(rc.kill, "cgroup.kill", "1") == nil {
 		return
 	}
-	for _, d := range []string{rc.pids, rc.mem} {
+	for _, d := range []string{rc.cmdPids, rc.pids, rc.mem} {
 		if d == "" {
 			continue
 		}
@@ -332,8 +394,10 @@ func (rc *runCgroup) stats() (oom, pidsMax bool, peak int64) {
 			peak = number(rc.mem, "memory.max_usage_in_bytes")
 		}
 	}
-	if rc.pids != "" {
-		pidsMax = keyed(rc.pids, "pids.events", "max") > 0
+	for _, d := range []string{rc.cmdPids, rc.pids} {
+		if d != "" {
+			pidsMax = pidsMax || keyed(d, "pids.events", "max") > 0
+		}
 	}
 	return oom, pidsMax, peak
 }

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"airlock.dev/airlock/sandbox"
 )
 
 // A hybrid host like the test machines: memory and pids on v1, v2 for
@@ -88,13 +91,21 @@ func TestRunCgroupV2Layout(t *testing.T) {
 		t.Fatal(memErr, pidsErr)
 	}
 	dir := filepath.Join(mount, cgroupDirName, "r1")
-	if rc.mem != dir || rc.pids != dir || rc.kill != dir || len(rc.made) != 1 {
-		t.Errorf("mem %q pids %q kill %q made %q: want all in %s, made once", rc.mem, rc.pids, rc.kill, rc.made, dir)
+	cmd := filepath.Join(dir, commandCgroupName)
+	if rc.mem != dir || rc.pids != dir || rc.kill != dir || rc.cmdPids != cmd || !slices.Equal(rc.made, []string{dir, cmd}) {
+		t.Errorf("mem %q pids %q kill %q command %q made %q: want all in %s, made once, the command's below", rc.mem, rc.pids, rc.kill, rc.cmdPids, rc.made, dir)
 	}
-	for file, want := range map[string]string{"memory.max": "1048576", "memory.swap.max": "0", "pids.max": "7"} {
+	for file, want := range map[string]string{
+		"memory.max": "1048576", "memory.swap.max": "0", "pids.max": strconv.Itoa(7 + InitTasks), "cgroup.subtree_control": "+pids",
+		// One above the limit until the init has forked the command.
+		"command/pids.max": "8", "command/cgroup.type": "threaded",
+	} {
 		if b, err := os.ReadFile(filepath.Join(dir, file)); err != nil || string(b) != want {
 			t.Errorf("%s: %q %v, want %q", file, b, err, want)
 		}
+	}
+	if rc.threadsFile() != "cgroup.threads" {
+		t.Errorf("threads move through %s on v2, want cgroup.threads", rc.threadsFile())
 	}
 }
 
@@ -129,5 +140,28 @@ func TestSweepStaleCgroups(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the cgroup of a live process was removed: %v", err)
+	}
+}
+
+// TestPidsLimitIsTheCommands: Limits.Pids is the command's own, counting
+// the command itself, whatever threads the init holds: a shell and four
+// children run under a limit of 5, a fifth child cannot be forked. The
+// shell's own words (its fork failure) say so, not the Result.
+func TestPidsLimitIsTheCommands(t *testing.T) {
+	sb := newNative(t, nil)
+	for _, c := range []struct {
+		children int
+		forks    bool
+	}{{4, true}, {5, false}} {
+		script := strings.Repeat("sleep 2 & ", c.children) + "wait; echo done"
+		r, err := sb.Run(t.Context(), sandbox.Spec{Argv: []string{"/bin/sh", "-c", script}, Limits: sandbox.Limits{Pids: 5, Wall: 20 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := strings.Contains(strings.ToLower(string(r.Stderr)), "fork")
+		if failed == c.forks || c.forks && string(r.Stdout) != "done\n" {
+			t.Errorf("a shell and %d children under a limit of 5: fork failed %v, want %v: exit %d, stdout %q, stderr %q",
+				c.children, failed, !c.forks, r.ExitCode, r.Stdout, r.Stderr)
+		}
 	}
 }

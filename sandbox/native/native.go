@@ -83,9 +83,11 @@ const (
 	InitHostGID = 65534
 )
 
-// InitTasks is added to Limits.Pids for the sandbox's init, a Go process
-// whose runtime holds a few threads of its own (GOMAXPROCS=1 keeps them
-// few). The command's tree gets Limits.Pids.
+// InitTasks is the allowance of the sandbox's init, a Go process whose
+// runtime holds a few threads of its own (GOMAXPROCS=1 keeps them few),
+// on top of Limits.Pids. The command's tree gets Limits.Pids, in a pids
+// cgroup of its own below the init's: the init's threads take none of it,
+// and cannot give it any.
 const InitTasks = 8
 
 // DefaultTmpSize bounds the sandbox's /tmp and /dev/shm each; their pages
@@ -277,7 +279,7 @@ func (s *Sandbox) run(ctx context.Context, spec sandbox.Spec, exe string) (sandb
 	// keeps a reused pid from meeting the cgroup of a process killed
 	// before it could remove it.
 	id := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(runID.Add(1), 10) + "-" + runNonce
-	rc, memErr, pidsErr := s.cg.newRunCgroup(id, lim.Memory, lim.Pids+InitTasks, !s.skip[sandbox.LayerCgroupMem], !s.skip[sandbox.LayerCgroupPids])
+	rc, memErr, pidsErr := s.cg.newRunCgroup(id, lim.Memory, lim.Pids, !s.skip[sandbox.LayerCgroupMem], !s.skip[sandbox.LayerCgroupPids])
 	defer rc.remove()
 	for _, c := range []struct {
 		layer sandbox.Layer
@@ -292,6 +294,9 @@ func (s *Sandbox) run(ctx context.Context, spec sandbox.Spec, exe string) (sandb
 				"run airlock as root, or on cgroup v2 with a delegated subtree, or allow degradation")
 		}
 		degraded = append(degraded, c.layer)
+	}
+	if pidsErr == nil && rc.cmdPids != "" {
+		cfg.CommandPids = lim.Pids
 	}
 	return s.start(ctx, spec, lim, &cfg, rc, degraded, exe)
 }
@@ -424,6 +429,19 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 		closers = append(closers, relayCtl, relayChild)
 		extra = append(extra, relayChild) // nsinit.ProxyFD
 	}
+	var hop []*os.File
+	if cfg.CommandPids > 0 {
+		var err error
+		hop, err = rc.openPidsHop()
+		if err != nil {
+			return sandbox.Result{}, fmt.Errorf("sandbox: opening the command's pids cgroup for the init: %w", err)
+		}
+		closers = append(closers, hop...)
+		if len(extra) == 2 {
+			extra = append(extra, nil) // no nsinit.ProxyFD
+		}
+		extra = append(extra, hop...) // nsinit.PidsEnterFD, PidsMaxFD, PidsLeaveFD
+	}
 
 	// os.StartProcess, not os/exec, which imports path/filepath: both
 	// initialize too late for `airlock exec`'s fast start. The init's
@@ -463,7 +481,7 @@ func (s *Sandbox) start(ctx context.Context, spec sandbox.Spec, lim sandbox.Limi
 		return sandbox.Result{}, fmt.Errorf("sandbox: starting the init %s: %w", exe, err)
 	}
 	// The child's ends belong to the child now.
-	for _, f := range []*os.File{stdinR, outW, errW, cfgR, statW} {
+	for _, f := range append([]*os.File{stdinR, outW, errW, cfgR, statW}, hop...) {
 		f.Close()
 	}
 	closers = []*os.File{stdinW, outR, errR, cfgW, statR}

@@ -122,6 +122,7 @@ func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox, opts *Opti
 		{"Escape/RepositoryFiles", s.testReadOnlyDirs},
 		{"Limits/ForkBomb", s.testForkBomb},
 		{"Limits/Pids", s.testPids},
+		{"Limits/PidsPeak", s.testPidsPeak},
 		{"Limits/Memory", s.testMemory},
 		{"Limits/CPU", s.testCPU},
 		{"Limits/WallAndOrphans", s.testWall},
@@ -984,6 +985,103 @@ func (s *suite) testPids(t *testing.T) {
 	}
 }
 
+// pidsPeakLimit is the Limits.Pids of testPidsPeak: small, so the bomb
+// reaches it at once, and large enough that an allowance of a few tasks
+// for a backend's own processes shows above it.
+const pidsPeakLimit = 24
+
+// pidsSampleEvery is how often testPidsPeak counts the tree.
+const pidsSampleEvery = 5 * time.Millisecond
+
+// testPidsPeak: a fork bomb whose every child holds on never has more
+// than Limits.Pids processes and threads at once, counting the command's
+// own, as counted from the host: every task whose environment holds the
+// run's token, which only the command's tree inherits. The run still ends
+// by its limits, and nothing of the tree is left behind.
+func (s *suite) testPidsPeak(t *testing.T) {
+	tok := token(t)
+	spec := s.sh(s.workspace(t), "b() { sleep 60 & b & wait; }; b")
+	spec.Env = []string{"AIRLOCK_SUITE_PIDS=" + tok}
+	spec.Limits = sandbox.Limits{Pids: pidsPeakLimit, Wall: 8 * time.Second}
+	stop := make(chan struct{})
+	peak := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			most = max(most, len(hostTasksWithEnv(tok)))
+			select {
+			case <-stop:
+				peak <- most
+				return
+			case <-time.After(pidsSampleEvery):
+			}
+		}
+	}()
+	start := time.Now()
+	r := s.run(t, spec)
+	d := time.Since(start)
+	close(stop)
+	most := <-peak
+	t.Logf("peak: %d tasks at once under Limits.Pids %d (%s)", most, pidsPeakLimit, describe(r))
+	if most > pidsPeakLimit {
+		t.Errorf("escape: %d processes and threads of the command's tree ran at once, past Limits.Pids %d", most, pidsPeakLimit)
+	}
+	// Control: the count does see the tree, so a peak within the limit
+	// means something.
+	if most < pidsPeakLimit/2 {
+		t.Errorf("control: the host saw at most %d tasks of the fork bomb at once, under half the limit %d: is the count blind?", most, pidsPeakLimit)
+	}
+	if d > spec.Limits.Wall+slack {
+		t.Errorf("the fork bomb ran %v, past Wall %v", d, spec.Limits.Wall)
+	}
+	if r.Killed != sandbox.KilledPids && r.Killed != sandbox.KilledWall {
+		t.Errorf("want Killed pids or wall: %s", describe(r))
+	}
+	if left := untilGone(func() []string { return hostTasksWithEnv(tok) }); len(left) > 0 {
+		t.Fatalf("escape: %d tasks of the fork bomb outlived the run: %v", len(left), left)
+	}
+}
+
+// reapWait is how long the suite gives the kernel to reap a killed tree.
+const reapWait = 5 * time.Second
+
+// untilGone calls left until it finds nothing or reapWait has passed, and
+// returns what it found last.
+func untilGone[T any](left func() []T) []T {
+	deadline := time.Now().Add(reapWait)
+	for {
+		l := left()
+		if len(l) == 0 || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// hostTasksWithEnv lists the host's tasks (threads included, as
+// "pid/tid") of the processes whose environment holds tok.
+func hostTasksWithEnv(tok string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(b, []byte(tok)) {
+			continue
+		}
+		tasks, err := os.ReadDir("/proc/" + e.Name() + "/task")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		for _, task := range tasks {
+			out = append(out, e.Name()+"/"+task.Name())
+		}
+	}
+	return out
+}
+
 func (s *suite) testMemory(t *testing.T) {
 	ws := s.workspace(t)
 	// Control: an allocation well under the limit succeeds.
@@ -1062,19 +1160,11 @@ func (s *suite) testWall(t *testing.T) {
 		t.Errorf("Run took %v for a Wall of %v", d, spec.Limits.Wall)
 	}
 	// Give the kernel a moment to reap, then nothing of the tree may remain.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := hostProcsWith(tok)
-		if len(left) == 0 {
-			break
+	if left := untilGone(func() []int { return hostProcsWith(tok) }); len(left) > 0 {
+		for _, p := range left {
+			syscall.Kill(p, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) {
-			for _, p := range left {
-				syscall.Kill(p, syscall.SIGKILL)
-			}
-			t.Fatalf("escape: the double-forked grandchild survived the wall limit on the host: pids %v", left)
-		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("escape: the double-forked grandchild survived the wall limit on the host: pids %v", left)
 	}
 	// ctx ending is the same as the wall limit.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -25,7 +25,9 @@
 // is also the signal to go on); the child writes Reports, one JSON line
 // each, on fd StatusFD. In proxy mode (Config.ProxyPort) fd ProxyFD is a
 // unix socket on which the init sends the relay's listening socket, once,
-// before it drops its privileges (see proxy.go).
+// before it drops its privileges (see proxy.go). With Config.CommandPids,
+// fds PidsEnterFD to PidsLeaveFD put the command in its own pids cgroup
+// (see pids.go).
 package nsinit
 
 import (
@@ -66,6 +68,13 @@ const (
 	// ProxyFD, given only when Config.ProxyPort is set, is a unix socket
 	// on which the init sends the parent the relay's listening socket.
 	ProxyFD = 5
+	// PidsEnterFD, PidsMaxFD and PidsLeaveFD, given only when
+	// Config.CommandPids is set, are open for writing on the command's
+	// pids cgroup's thread list and pids.max, and on the init's own
+	// cgroup's thread list (see enterCommandCgroup).
+	PidsEnterFD = 6
+	PidsMaxFD   = 7
+	PidsLeaveFD = 8
 )
 
 // MaxConfig bounds the Config document the init reads.
@@ -98,6 +107,10 @@ type Config struct {
 	// command may connect to; it implies the filter's TCP-only sockets.
 	ProxyPort uint16
 	CgroupNS  bool
+	// CommandPids, when not 0, is the pids limit of the command's own
+	// cgroup, below the init's: the command is forked into it (see
+	// enterCommandCgroup), so the init's threads take nothing from it.
+	CommandPids int
 }
 
 // Report is one message from the init to the parent.
@@ -330,12 +343,31 @@ func setup(cfg *Config) (int, []string, []string, *failure) {
 		fmt.Fprintf(os.Stderr, "airlock: %v\n", lookErr)
 		return -1, enforced, degraded, nil
 	}
+	if cfg.CommandPids > 0 {
+		if err := enterCommandCgroup(); err != nil {
+			f := fail("cgroup_pids", "unavailable", err)
+			f.layer = "cgroup_pids"
+			return 0, nil, nil, f
+		}
+	}
 	pid, err := syscall.ForkExec(path, cfg.Argv, &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   cfg.Env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
+	if cfg.CommandPids > 0 {
+		if lerr := leaveCommandCgroup(cfg.CommandPids); lerr != nil {
+			if err == nil {
+				// Fail closed: a command whose limit could not be set
+				// does not run on.
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			f := fail("cgroup_pids", "fault", lerr)
+			f.layer = "cgroup_pids"
+			return 0, nil, nil, f
+		}
+	}
 	if err != nil {
 		notFound = fmt.Sprintf("%s: %v", cfg.Argv[0], err)
 		fmt.Fprintf(os.Stderr, "airlock: cannot run %s\n", notFound)
