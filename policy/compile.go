@@ -491,10 +491,10 @@ func compileRules(env *cel.Env, d *doc, file, source string, before []*rule) ([]
 		}
 		if action != Allow {
 			if strings.TrimSpace(ry.Message) == "" {
-				return nil, perr("message", nil, "a %s rule needs a message saying why", action)
+				return nil, perr("message", nil, "a rule with decision %s needs a message saying why", action)
 			}
 			if strings.TrimSpace(ry.Hint) == "" {
-				return nil, perr("hint", nil, "a %s rule needs a hint saying what to do instead", action)
+				return nil, perr("hint", nil, "a rule with decision %s needs a hint saying what to do instead", action)
 			}
 		}
 		if len(ry.Message) > MaxTextLength {

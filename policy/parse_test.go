@@ -110,7 +110,7 @@ func TestParseErrors(t *testing.T) {
 		{"no decision", "rules:\n  - id: a\n    when: 'true'\n", 2, "no decision"},
 		{"a bad decision", "rules:\n" + ruleSrc("a", "'true'", "block"), 4, `unknown decision "block"`},
 		{"no message", "rules:\n  - id: a\n    when: 'true'\n    decision: deny\n    hint: h\n", 2, "needs a message"},
-		{"no hint", "rules:\n  - id: a\n    when: 'true'\n    decision: ask\n    message: m\n", 2, "needs a hint"},
+		{"no hint", "rules:\n  - id: a\n    when: 'true'\n    decision: ask\n    message: m\n", 2, "a rule with decision ask needs a hint"},
 		{"a long message", "rules:\n  - id: a\n    when: 'true'\n    decision: allow\n    message: " + strings.Repeat("m", MaxTextLength+1) + "\n", 5, "MaxTextLength"},
 		{"no condition", "rules:\n  - id: a\n    decision: allow\n", 2, `write when: "true"`},
 		{"an empty condition", "rules:\n  - id: a\n    when: ''\n    decision: allow\n", 3, "no condition"},
