@@ -3,7 +3,6 @@ package calc
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"math/rand/v2"
 	"strings"
@@ -15,7 +14,7 @@ import (
 // math/big.Rat: value, exactness, division by zero and the float64 range.
 func TestDifferentialBigRat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	maxF := new(big.Rat).SetFloat64(math.MaxFloat64)
+	maxF := new(big.Rat).SetInt(infBoundary()) // the least magnitude whose float64 is infinite
 	const n = 20000
 	var values, zeros, tooBig int
 	for i := 0; i < n; i++ {
@@ -77,7 +76,7 @@ type gen struct {
 	rng       *rand.Rand
 	maxF      *big.Rat
 	zeroDiv   bool // some division by exact zero happened
-	overflow  bool // some value left float64's finite range
+	overflow  bool // some value reached infBoundary, past float64's finite range
 	zeroFirst bool // the division by zero came before any overflow
 	nodes     int
 }
@@ -87,7 +86,7 @@ func (g *gen) space() string {
 }
 
 func (g *gen) check(r *big.Rat) {
-	if new(big.Rat).Abs(r).Cmp(g.maxF) > 0 {
+	if new(big.Rat).Abs(r).Cmp(g.maxF) >= 0 {
 		g.overflow = true
 	}
 }

@@ -218,20 +218,27 @@ func (m *machine) checkBig(s *slot, pos int) *Error {
 	return nil
 }
 
-// maxFloat is math.MaxFloat64 as an exact integer.
-var maxFloat, _ = new(big.Float).SetFloat64(math.MaxFloat64).Int(nil)
+// infBound is 2^1024 - 2^970, halfway between math.MaxFloat64 and 2^1024:
+// a magnitude below it converts to a finite float64 (at most MaxFloat64),
+// one at or above it to infinity (the tie rounds to the even 2^1024). It is
+// the exact edge of the finite range, so that every value calc gives has a
+// finite Float64.
+var infBound = new(big.Int).Sub(new(big.Int).Lsh(bigOne, 1024), new(big.Int).Lsh(bigOne, 970))
 
-// tooLarge reports whether |n/d| > math.MaxFloat64. tmp is scratch.
+// tooLarge reports whether |n/d| >= infBound, that is whether n/d converts
+// to an infinite float64. d > 0; tmp is scratch.
 func tooLarge(n, d, tmp *big.Int) bool {
+	// 2^(diff-1) < |n/d| < 2^(diff+1), where diff is the difference of the
+	// bit lengths: only diff 1023 and 1024 need the exact comparison.
 	diff := n.BitLen() - d.BitLen()
 	switch {
-	case diff <= 1023: // |n/d| < 2^1024 / 2: below MaxFloat64's 2^1024 - 2^971
+	case diff <= 1022: // |n/d| < 2^1023
 		return false
-	case diff > 1025:
+	case diff >= 1025: // |n/d| > 2^1024
 		return true
 	}
-	tmp.Mul(maxFloat, d)
-	return n.CmpAbs(tmp) > 0
+	tmp.Mul(infBound, d)
+	return n.CmpAbs(tmp) >= 0
 }
 
 // reduce divides n and d by their greatest common divisor.
@@ -304,6 +311,12 @@ func (m *machine) result() (Value, error) {
 	}
 	if r := m.cfg.round; r != nil {
 		v = v.roundTo(r.Places, r.Mode)
+		// Rounding can carry a value just under the edge of the finite
+		// range onto it: (2^1024 - 2^970 - 0.5) rounds to the edge.
+		if v.f != nil && tooLarge(&v.f.n, &v.f.d, m.t1) {
+			return Value{}, errAt(CodeNonFinite, NoPos, "the value rounded to "+strconv.Itoa(r.Places)+" places is beyond float64's finite range (about ±1.8e308)",
+				"Keep every value, including the rounded result, within ±1.8e308")
+		}
 	}
 	return v, nil
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"airlock.dev/airlock/calc"
 )
 
 // TestCalcBatchLongLines checks that lines of any length get exactly one
@@ -68,4 +70,36 @@ func TestCalcBatchReadError(t *testing.T) {
 	if !strings.Contains(out.String(), `"value":"2"`) || !strings.Contains(errOut.String(), "disk on fire") {
 		t.Fatalf("stdout %q stderr %q", out.String(), errOut.String())
 	}
+}
+
+// FuzzCalcAnswerJSON checks that every answer calc gives, value or
+// refusal, encodes as the --json line: a value whose float64 were
+// infinite would print an empty line and stop a --batch stream.
+func FuzzCalcAnswerJSON(f *testing.F) {
+	for _, s := range []string{
+		"1+2", "1/3", "1e308*10", "1.7976931348623158e308 + 1e292",
+		"1.7976931348623157e308 + 1e292", "-1.7976931348623158e308-1e292",
+		"1.79769313486231580793728971405303415e308", "1e-400", "2 x 3",
+	} {
+		f.Add(s, uint8(0), false)
+		f.Add(s, uint8(3), true)
+	}
+	f.Fuzz(func(t *testing.T, src string, places uint8, round bool) {
+		opts := &calc.Options{}
+		if round {
+			opts.Round = &calc.Rounding{Places: int(places) % (calc.DefaultMaxPlaces + 1)}
+		}
+		v, err := calc.Eval(src, opts)
+		line, merr := json.Marshal(answer(v, err))
+		if merr != nil {
+			t.Fatalf("%q: the answer does not encode: %v", src, merr)
+		}
+		var back calcAnswer
+		if uerr := json.Unmarshal(line, &back); uerr != nil {
+			t.Fatalf("%q: %s does not decode: %v", src, line, uerr)
+		}
+		if back.OK != (err == nil) {
+			t.Fatalf("%q: %s says ok %v; Eval said %v", src, line, back.OK, err)
+		}
+	})
 }
