@@ -396,8 +396,21 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer e.Close()
 
-	res := e.gate.Call(ctx, tool.Call{Tool: rest[0], Args: json.RawMessage(argsJSON),
-		Session: *session, Role: set.Role, Mode: set.Mode, IdempotencyKey: *idemKey})
+	call := tool.Call{Tool: rest[0], Args: json.RawMessage(argsJSON),
+		Session: *session, Role: set.Role, Mode: set.Mode, IdempotencyKey: *idemKey}
+	var res tool.Result
+	if *session != "" && *idemKey == "" {
+		call.Step, err = nextStep(ctx, e.db, *session)
+	}
+	switch {
+	case errors.Is(err, store.ErrKilled):
+		res = tool.Result{Error: &tool.Error{Code: tool.CodeKilled, Message: "session " + *session + " was killed (airlock kill); nothing more runs in it",
+			Hint: "Lift it with `airlock kill --clear " + *session + "`, or use another session"}, Decision: "deny", Session: *session}
+	case err != nil:
+		return refused(stderr, "call", fmt.Errorf("taking the session's next step: %w", err))
+	default:
+		res = e.gate.Call(ctx, call)
+	}
 	if *asJSON {
 		line, _ := json.Marshal(callOutput{OK: res.Error == nil, Content: res.Content, Error: res.Error,
 			Decision: res.Decision, Rule: res.Rule, Session: res.Session, CallID: res.CallID, Source: res.Provenance.Source, Approval: res.Approval,
@@ -409,6 +422,9 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			if !strings.HasSuffix(res.Content, "\n") {
 				fmt.Fprintln(stdout)
 			}
+			if res.Replayed {
+				fmt.Fprintln(stderr, "replayed: the stored result of the earlier call with this idempotency key; nothing ran")
+			}
 		} else {
 			fmt.Fprintf(stderr, "error: %s: %s. Hint: %s\n", res.Error.Code, res.Error.Message, res.Error.Hint)
 		}
@@ -418,6 +434,19 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitRefused
 	}
 	return exitOK
+}
+
+// nextStep takes the session's next step from the store, in one atomic
+// update, so that concurrent calls get distinct steps. The ledger keys a
+// call without an idempotency key by session, step, tool and arguments:
+// without a step of its own, a repeated call in a named session would be
+// taken for the first one and replay its result instead of running.
+func nextStep(ctx context.Context, db store.Sessions, session string) (int64, error) {
+	s, err := db.ChargeSession(ctx, session, store.Charge{Steps: 1}, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	return s.Step, nil
 }
 
 // interleaved parses flags that may stand before, between or after the
