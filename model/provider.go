@@ -40,7 +40,7 @@ func (o *ClientOptions) resolve(spec Spec, env string) (ClientOptions, error) {
 		q.APIKey = KeyFromEnv(env)
 	}
 	if !q.APIKey.IsSet() && spec.BaseURL == "" {
-		e := newError(CodeAuthFailed, nil, "%s needs an API key and none was given", spec)
+		e := newError(CodeAuthFailed, nil, "%s needs an API key and none was given: set %s", spec, env)
 		e.Hint = "Set " + env + ", or pass ClientOptions.APIKey"
 		return q, e
 	}
