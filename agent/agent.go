@@ -162,12 +162,19 @@ type Options struct {
 	// Approvals is where Approve's decision is written (required with
 	// Approve).
 	Approvals store.Approvals
+	// Models are the planner's model specs (PROVIDER:MODEL[@BASE_URL]),
+	// which the checkpoint keeps with Prices so that a run resumes with
+	// the models and prices it started with (SavedSetup). A spec holds no
+	// key (model.ParseSpec refuses userinfo); keys are never stored.
+	Models []string
 	// Prices turns usage into money; model.DefaultPrices() when nil.
 	Prices model.PriceTable
-	// ReservePrice is what a call is reserved at before it is made, and
-	// what an answer from a model missing from Prices costs: the dearest
-	// model the planner may fall back to. Zero means the dearest price in
-	// Prices, so that a reservation never underestimates a known model.
+	// ReservePrice is what a call is reserved at before it is made: the
+	// dearest model the planner may fall back to. Zero means the dearest
+	// price in Prices, so that a reservation never underestimates a known
+	// model. An answer from a model missing from Prices has no known cost:
+	// the summary's cost_usd is then null and names the model (Unpriced),
+	// and a run with a money budget ends, as the budget cannot be kept.
 	ReservePrice model.Price
 	Limits       Limits
 	// Role and Mode are the gate's, for every call of the run.
@@ -267,12 +274,15 @@ type Summary struct {
 	Fallbacks int    `json:"fallbacks"`
 	// Denials counts the calls refused: by the gate, or by the loop's own
 	// bounds (repeats, too many calls in a step).
-	Denials int           `json:"denials"`
-	Tokens  int64         `json:"tokens"`
-	Cost    model.PicoUSD `json:"-"`
-	CostUSD jsonUSD       `json:"cost_usd"`
-	Session string        `json:"session"`
-	Reason  Reason        `json:"reason"`
+	Denials int   `json:"denials"`
+	Tokens  int64 `json:"tokens"`
+	// Cost is what the answers of priced models cost; CostUSD is the
+	// run's cost, unknown (null) when a model in Unpriced answered.
+	Cost     model.PicoUSD `json:"-"`
+	CostUSD  USD           `json:"cost_usd"`
+	Unpriced []string      `json:"unpriced_models,omitempty"`
+	Session  string        `json:"session"`
+	Reason   Reason        `json:"reason"`
 	// Detail says more about the reason, for a person.
 	Detail string `json:"detail,omitempty"`
 	// Approval is the approval a waiting run is parked on.
@@ -281,10 +291,31 @@ type Summary struct {
 	Question string `json:"question,omitempty"`
 }
 
-// jsonUSD writes a PicoUSD amount as an exact JSON number of dollars.
-type jsonUSD model.PicoUSD
+// USD is an amount of money that may be unknown: in JSON an exact number
+// of dollars, or null when a price was missing. An unknown cost is never
+// guessed.
+type USD struct {
+	Amount model.PicoUSD
+	Known  bool
+}
 
-func (u jsonUSD) MarshalJSON() ([]byte, error) { return []byte(model.PicoUSD(u).String()), nil }
+// KnownUSD is the known amount p.
+func KnownUSD(p model.PicoUSD) USD { return USD{Amount: p, Known: true} }
+
+func (u USD) MarshalJSON() ([]byte, error) {
+	if !u.Known {
+		return []byte("null"), nil
+	}
+	return []byte(u.Amount.String()), nil
+}
+
+// String writes the amount as dollars ($0.0042), or "unknown".
+func (u USD) String() string {
+	if !u.Known {
+		return "unknown"
+	}
+	return "$" + u.Amount.String()
+}
 
 // Event is one line of a run's progress.
 type Event struct {
@@ -300,6 +331,9 @@ type Event struct {
 	Attempts  int    `json:"attempts,omitempty"`
 	Fallbacks int    `json:"fallbacks,omitempty"`
 	Tokens    int64  `json:"tokens,omitempty"`
+	// CostUSD is what the answer cost (EventModel): null when the model
+	// has no known price.
+	CostUSD *USD `json:"cost_usd,omitempty"`
 	// Approval names a parked call (EventApproval).
 	Approval string `json:"approval,omitempty"`
 	Text     string `json:"text,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,6 +35,10 @@ type state struct {
 	Goal    string `json:"goal"`
 	Role    string `json:"role,omitempty"`
 	Mode    string `json:"mode,omitempty"`
+	// Models and Prices are what the run plans with (Options.Models and
+	// Prices), for a resume in another process.
+	Models []string         `json:"models,omitempty"`
+	Prices model.PriceTable `json:"prices,omitempty"`
 	// Messages is the conversation after the goal, trimmed with it.
 	Messages []model.Message `json:"messages"`
 	Trimmed  int             `json:"trimmed,omitempty"`
@@ -44,13 +49,16 @@ type state struct {
 	Step     int64            `json:"step"`
 	// Tokens and Cost are what this run spent; Charged is the part of
 	// Cost written to the store, in whole micro-dollars rounded up.
-	Tokens    int64         `json:"tokens"`
-	Cost      model.PicoUSD `json:"cost"`
-	Charged   int64         `json:"charged_micro_usd"`
-	Attempts  int           `json:"attempts"`
-	Fallbacks int           `json:"fallbacks"`
-	Denials   int           `json:"denials"`
-	Model     string        `json:"model,omitempty"`
+	Tokens  int64         `json:"tokens"`
+	Cost    model.PicoUSD `json:"cost"`
+	Charged int64         `json:"charged_micro_usd"`
+	// Unpriced names the models that answered with no known price: Cost
+	// leaves their answers out, so the run's cost is unknown.
+	Unpriced  []string `json:"unpriced,omitempty"`
+	Attempts  int      `json:"attempts"`
+	Fallbacks int      `json:"fallbacks"`
+	Denials   int      `json:"denials"`
+	Model     string   `json:"model,omitempty"`
 	// LastEstimate and LastInput are the last model call's input tokens
 	// as estimated and as reported, which calibrate the next reservation.
 	LastEstimate int64 `json:"last_estimate,omitempty"`
@@ -116,7 +124,7 @@ func (a *Agent) Run(ctx context.Context, session, goal string) (*Summary, error)
 		}
 	}
 	st := &state{Version: checkpointVersion, Session: session, Goal: goal, Role: a.opts.Role, Mode: a.opts.Mode,
-		Ran: map[string]bool{}, Refused: map[string]bool{}}
+		Models: a.opts.Models, Prices: a.opts.Prices, Ran: map[string]bool{}, Refused: map[string]bool{}}
 	a.opts.Gate.ObserveUser(session, goal)
 	return a.drive(ctx, st), nil
 }
@@ -143,6 +151,9 @@ func (a *Agent) Resume(ctx context.Context, session string) (*Summary, error) {
 	if err := json.Unmarshal(r.Checkpoint, st); err != nil || st.Version != checkpointVersion || st.Session != session || len(st.Pending) == 0 {
 		return nil, fmt.Errorf("agent: session %q's checkpoint is not one this version can resume", session)
 	}
+	// From here on the run plans with this agent's models and prices,
+	// which its next checkpoint records.
+	st.Models, st.Prices = a.opts.Models, a.opts.Prices
 	if st.Ran == nil {
 		st.Ran = map[string]bool{}
 	}
@@ -174,6 +185,31 @@ func (a *Agent) Resume(ctx context.Context, session string) (*Summary, error) {
 	}
 	st.Approval = ""
 	return a.drive(ctx, st), nil
+}
+
+// Setup is what a run started with that its checkpoint keeps: the
+// planner's model specs (Options.Models) and the prices.
+type Setup struct {
+	Models []string
+	Prices model.PriceTable
+}
+
+// SavedSetup reads the setup of session's run from its checkpoint, so that
+// a resume can build the same planner without being told the models again.
+// Models is empty for a run that named none (a scripted one).
+func SavedSetup(ctx context.Context, runs store.Runs, session string) (Setup, error) {
+	r, err := runs.Run(ctx, session)
+	if errors.Is(err, store.ErrNotFound) {
+		return Setup{}, fmt.Errorf("agent: session %q has no run to resume", session)
+	}
+	if err != nil {
+		return Setup{}, fmt.Errorf("agent: reading the run's checkpoint: %w", err)
+	}
+	var st state
+	if err := json.Unmarshal(r.Checkpoint, &st); err != nil || st.Version != checkpointVersion {
+		return Setup{}, fmt.Errorf("agent: session %q's checkpoint is not one this version can resume", session)
+	}
+	return Setup{Models: st.Models, Prices: st.Prices}, nil
 }
 
 func deniedResult(status store.Status) toolOutput {
@@ -541,6 +577,9 @@ func (a *Agent) complete(ctx context.Context, st *state, c model.Client, req *mo
 		left := a.lim.MaxCost - st.Cost - model.PicoUSD(in)*a.reserve.Input
 		answer = min(answer, int64(left/a.reserve.Output))
 	}
+	if a.lim.MaxCost > 0 && len(st.Unpriced) > 0 {
+		return nil, &ending{reason: ReasonBudget, detail: fmt.Sprintf("no price is known for %s, so the money budget (Limits.MaxCost) cannot be kept", strings.Join(st.Unpriced, ", "))}
+	}
 	if answer < MinAnswerTokens {
 		what := fmt.Sprintf("tokens: %d spent of %d (Limits.MaxTokens), and the next call needs about %d", st.Tokens, a.lim.MaxTokens, in+MinAnswerTokens)
 		if a.lim.MaxCost > 0 && a.reserve.Output > 0 && (a.lim.MaxTokens <= 0 || a.lim.MaxTokens-st.Tokens-in >= MinAnswerTokens) {
@@ -582,11 +621,17 @@ func (a *Agent) complete(ctx context.Context, st *state, c model.Client, req *mo
 func (a *Agent) account(ctx context.Context, st *state, resp *model.Response) {
 	used := resp.Usage.InputTokens + resp.Usage.OutputTokens
 	st.Tokens += used
-	// Saturating: an unbounded run that priced an overflow keeps the
-	// largest cost rather than wrapping to a negative one.
-	if c := a.cost(resp); st.Cost > math.MaxInt64-c {
+	c, priced := a.cost(resp)
+	switch {
+	case !priced:
+		if name := pricedName(resp); !slices.Contains(st.Unpriced, name) {
+			st.Unpriced = append(st.Unpriced, name)
+		}
+	case st.Cost > math.MaxInt64-c:
+		// Saturating: an unbounded run that priced an overflow keeps the
+		// largest cost rather than wrapping to a negative one.
 		st.Cost = math.MaxInt64
-	} else {
+	default:
 		st.Cost += c
 	}
 	st.Attempts += resp.Badge.Attempts
@@ -599,13 +644,15 @@ func (a *Agent) account(ctx context.Context, st *state, resp *model.Response) {
 	if _, err := a.opts.Sessions.ChargeSession(context.WithoutCancel(ctx), st.Session, charge, a.opts.Now()); err == nil {
 		st.Charged = micro
 	}
+	cost := USD{Amount: c, Known: priced}
 	a.event(Event{Type: EventModel, Step: st.Step, Model: resp.Badge.Model, Attempts: resp.Badge.Attempts,
-		Fallbacks: len(resp.Badge.Fallbacks), Tokens: used})
+		Fallbacks: len(resp.Badge.Fallbacks), Tokens: used, CostUSD: &cost})
 }
 
 // cost prices an answer by the model the provider named, else by the
-// chain entry's model, else at the reserve price.
-func (a *Agent) cost(resp *model.Response) model.PicoUSD {
+// chain entry's model. ok is false when neither has a price: the cost is
+// then unknown, never guessed.
+func (a *Agent) cost(resp *model.Response) (c model.PicoUSD, ok bool) {
 	p, ok := a.opts.Prices.Lookup(resp.Model)
 	if !ok {
 		if sp, err := model.ParseSpec(resp.Badge.Model); err == nil {
@@ -613,13 +660,25 @@ func (a *Agent) cost(resp *model.Response) model.PicoUSD {
 		}
 	}
 	if !ok {
-		p = a.reserve
+		return 0, false
 	}
 	c, err := p.Cost(resp.Usage)
 	if err != nil {
-		return model.PicoUSD(math.MaxInt64 / 4) // beyond any budget: the run ends
+		return model.PicoUSD(math.MaxInt64 / 4), true // beyond any budget: the run ends
 	}
-	return c
+	return c, true
+}
+
+// pricedName is the name a price for resp's model is given under (the
+// chain entry's model, as --price takes it), else the provider's name.
+func pricedName(resp *model.Response) string {
+	if sp, err := model.ParseSpec(resp.Badge.Model); err == nil {
+		return sp.Model
+	}
+	if resp.Model != "" {
+		return resp.Model
+	}
+	return "(unnamed model)"
 }
 
 // finish ends the run: the checkpoint records it, and the summary says it.
@@ -633,7 +692,7 @@ func (a *Agent) finish(ctx context.Context, st *state, end ending) *Summary {
 func (a *Agent) summary(st *state, end ending) *Summary {
 	s := &Summary{Type: "summary", Success: end.reason == ReasonFinished, Answer: end.answer, Model: st.Model,
 		Steps: st.Step, Attempts: st.Attempts, Fallbacks: st.Fallbacks, Denials: st.Denials, Tokens: st.Tokens,
-		Cost: st.Cost, CostUSD: jsonUSD(st.Cost), Session: st.Session, Reason: end.reason, Detail: end.detail, Question: end.question}
+		Cost: st.Cost, CostUSD: USD{Amount: st.Cost, Known: len(st.Unpriced) == 0}, Unpriced: st.Unpriced, Session: st.Session, Reason: end.reason, Detail: end.detail, Question: end.question}
 	if end.reason == ReasonWaitingApproval {
 		s.Approval = st.Approval
 	}

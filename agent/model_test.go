@@ -170,3 +170,46 @@ func TestReferenceScenarioRuns(t *testing.T) {
 	}
 	t.Logf("%d finished, %d degraded; primary %d requests, backup %d", finished, degraded, primary.Count(), backup.Count())
 }
+
+// A model with no known price has no known cost: the summary says so and
+// names it, instead of pricing its answers at a made-up rate; with a price
+// the cost is exact.
+func TestUnpricedModelCost(t *testing.T) {
+	srv := modeltest.NewOpenAI(modeltest.Config{Reply: toolThenAnswer})
+	defer srv.Close()
+	var events []agent.Event
+	h := newHarness(t, "", 0)
+	sum := run(t, h.agent(chainOf(t, nil, srv), agent.Options{OnEvent: func(e agent.Event) { events = append(events, e) }}), "What is 12*(3+4)?")
+	wantReason(t, sum, agent.ReasonFinished)
+	if sum.CostUSD.Known || len(sum.Unpriced) != 1 || sum.Unpriced[0] != "model-a" {
+		t.Errorf("cost %v, unpriced %q; want unknown, naming model-a", sum.CostUSD, sum.Unpriced)
+	}
+	b, _ := json.Marshal(sum)
+	if !strings.Contains(string(b), `"cost_usd":null,"unpriced_models":["model-a"]`) {
+		t.Errorf("summary JSON %s", b)
+	}
+	models := 0
+	for _, e := range events {
+		if e.Type != agent.EventModel {
+			continue
+		}
+		models++
+		if b, _ := json.Marshal(e); !strings.Contains(string(b), `"cost_usd":null`) {
+			t.Errorf("model event %s, want cost_usd null", b)
+		}
+	}
+	if models != srv.Count() || models == 0 {
+		t.Errorf("%d model events for %d requests", models, srv.Count())
+	}
+
+	// Priced at $1 and $2 per million tokens: (250+300)*1 + (15+8)*2 = 596 micro-dollars.
+	prices := model.PriceTable{}
+	if err := prices.Set("model-a=1,2"); err != nil {
+		t.Fatal(err)
+	}
+	h = newHarness(t, "", 0)
+	sum = run(t, h.agent(chainOf(t, nil, srv), agent.Options{Prices: prices}), "What is 12*(3+4)?")
+	if !sum.CostUSD.Known || sum.CostUSD.Amount != 596_000_000 || len(sum.Unpriced) != 0 {
+		t.Errorf("cost %v, unpriced %q; want $0.000596", sum.CostUSD, sum.Unpriced)
+	}
+}

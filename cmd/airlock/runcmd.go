@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"airlock.dev/airlock/agent"
 	"airlock.dev/airlock/model"
+	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 )
 
@@ -32,6 +34,9 @@ type runFlags struct {
 	timeout      time.Duration
 	toolTimeout  time.Duration
 	modelTimeout time.Duration
+	// basePrices is the table --price adds to: a resumed run's own,
+	// from its checkpoint, else the built-in one.
+	basePrices model.PriceTable
 }
 
 func registerRunFlags(fs *flag.FlagSet) *runFlags {
@@ -61,21 +66,39 @@ are prompted for; otherwise the run parks and ` + "`airlock resume SESSION`" + `
 continues it once ` + "`airlock approve ID`" + ` decided.
 
 flags:`
-	return loopCommand(ctx, "run", usage, args, stdin, stdout, stderr, func(ctx context.Context, a *agent.Agent, f *runFlags, task string) (*agent.Summary, error) {
+	return loopCommand(ctx, "run", usage, args, stdin, stdout, stderr, nil, func(ctx context.Context, a *agent.Agent, f *runFlags, task string) (*agent.Summary, error) {
 		return a.Run(ctx, f.session, task)
 	})
 }
 
 func runResume(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	const usage = "usage: airlock resume [flags] SESSION\n\nContinues a run parked on an approval, once `airlock approve ID` (or deny)\ndecided it, with the same models and budgets as airlock run.\n\nflags:"
-	return loopCommand(ctx, "resume", usage, args, stdin, stdout, stderr, func(ctx context.Context, a *agent.Agent, _ *runFlags, session string) (*agent.Summary, error) {
+	const usage = "usage: airlock resume [flags] SESSION\n\nContinues a run parked on an approval, once `airlock approve ID` (or deny)\ndecided it, with the models and prices the run started with (kept in its\ncheckpoint); --model and --price override them. Budgets are given again.\n\nflags:"
+	return loopCommand(ctx, "resume", usage, args, stdin, stdout, stderr, savedSetup, func(ctx context.Context, a *agent.Agent, _ *runFlags, session string) (*agent.Summary, error) {
 		return a.Resume(ctx, session)
 	})
+}
+
+// savedSetup takes a resumed run's models and prices from its checkpoint,
+// unless --model or --script names the planner; --price still overrides.
+func savedSetup(ctx context.Context, f *runFlags, runs store.Runs, session string) error {
+	saved, err := agent.SavedSetup(ctx, runs, session)
+	if err != nil {
+		return err
+	}
+	if len(f.models) == 0 && f.script == "" {
+		if len(saved.Models) == 0 {
+			return fmt.Errorf("the checkpoint of session %s names no model (a scripted run?): give --script FILE or --model PROVIDER:MODEL[@BASE_URL]", session)
+		}
+		f.models = listFlag(saved.Models)
+	}
+	f.basePrices = saved.Prices
+	return nil
 }
 
 // loopCommand parses the flags and the one argument of run or resume,
 // and drives the agent with start.
 func loopCommand(ctx context.Context, name, usage string, args []string, stdin io.Reader, stdout, stderr io.Writer,
+	setup func(context.Context, *runFlags, store.Runs, string) error,
 	start func(context.Context, *agent.Agent, *runFlags, string) (*agent.Summary, error)) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -92,21 +115,28 @@ func loopCommand(ctx context.Context, name, usage string, args []string, stdin i
 		fs.Usage()
 		return exitUsage
 	}
-	return f.drive(ctx, fs, name, stdin, stdout, stderr, func(ctx context.Context, a *agent.Agent) (*agent.Summary, error) {
+	var fromStore func(context.Context, store.Runs) error
+	if setup != nil {
+		fromStore = func(ctx context.Context, runs store.Runs) error { return setup(ctx, f, runs, rest[0]) }
+	}
+	return f.drive(ctx, fs, name, stdin, stdout, stderr, fromStore, func(ctx context.Context, a *agent.Agent) (*agent.Summary, error) {
 		return start(ctx, a, f, rest[0])
 	})
 }
 
 // drive builds the agent the flags describe and runs start with it.
+// setup, when not nil, completes the flags from the store first.
 func (f *runFlags) drive(ctx context.Context, fs *flag.FlagSet, name string, stdin io.Reader, stdout, stderr io.Writer,
-	start func(context.Context, *agent.Agent) (*agent.Summary, error)) int {
+	setup func(context.Context, store.Runs) error, start func(context.Context, *agent.Agent) (*agent.Summary, error)) int {
 	set, err := f.sf.resolve(fs, os.Getenv)
 	if err != nil {
 		return misused(stderr, name, err)
 	}
-	opts, err := f.options()
-	if err != nil {
-		return misused(stderr, name, err)
+	var opts *agent.Options
+	if setup == nil { // bad flags are told before anything is opened
+		if opts, err = f.options(); err != nil {
+			return misused(stderr, name, err)
+		}
 	}
 	set.envelopes, set.killSwitch = true, true
 	e, err := openEnv(set, "")
@@ -114,6 +144,14 @@ func (f *runFlags) drive(ctx context.Context, fs *flag.FlagSet, name string, std
 		return refused(stderr, name, err)
 	}
 	defer e.Close()
+	if setup != nil {
+		if err := setup(ctx, e.db); err != nil {
+			return refused(stderr, name, err)
+		}
+		if opts, err = f.options(); err != nil {
+			return misused(stderr, name, err)
+		}
+	}
 	opts.Gate, opts.Sessions, opts.Runs, opts.Approvals = e.gate, e.db, e.db, e.db
 	opts.Role, opts.Mode, opts.Decider = set.Role, set.Mode, decider()
 	tty := isTerminal(stdin) && isTerminal(stderr)
@@ -169,6 +207,9 @@ func (f *runFlags) options() (*agent.Options, error) {
 		return nil, errors.New("--max-tokens must be positive")
 	}
 	prices := model.DefaultPrices()
+	if f.basePrices != nil {
+		prices = maps.Clone(f.basePrices)
+	}
 	for _, p := range f.prices {
 		if err := prices.Set(p); err != nil {
 			return nil, err
@@ -206,7 +247,7 @@ func (f *runFlags) options() (*agent.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Planner = chain
+	o.Planner, o.Models = chain, f.models
 	// Reserve at the dearest model the chain may fall back to; a money
 	// budget over a model with no known price cannot be kept.
 	for _, m := range f.models {
@@ -264,8 +305,15 @@ func printSummary(stdout, stderr io.Writer, s *agent.Summary) {
 	if s.Answer != "" {
 		fmt.Fprintln(stdout, s.Answer)
 	}
-	fmt.Fprintf(stderr, "%s after %d steps: %d tokens, $%s, model %s, %d attempts, %d fallbacks, %d denials; session %s\n",
-		s.Reason, s.Steps, s.Tokens, s.Cost, orNone(s.Model), s.Attempts, s.Fallbacks, s.Denials, s.Session)
+	cost := s.CostUSD.String()
+	if !s.CostUSD.Known {
+		cost = "cost unknown"
+	}
+	fmt.Fprintf(stderr, "%s after %d steps: %d tokens, %s, model %s, %d attempts, %d fallbacks, %d denials; session %s\n",
+		s.Reason, s.Steps, s.Tokens, cost, orNone(s.Model), s.Attempts, s.Fallbacks, s.Denials, s.Session)
+	for _, m := range s.Unpriced {
+		fmt.Fprintf(stderr, "  no price is known for %s, so the run's cost is unknown; give one with --price %s=IN,OUT (USD per million tokens)\n", m, m)
+	}
 	if s.Detail != "" && s.Reason != agent.ReasonFinished {
 		fmt.Fprintf(stderr, "  %s\n", s.Detail)
 	}
