@@ -28,6 +28,7 @@ type ruleSpec struct {
 	Priority int      `yaml:"priority"`
 	Class    string   `yaml:"class"`
 	Back     int      `yaml:"back"`
+	Open     string   `yaml:"open"`
 }
 
 // rule is a compiled ruleSpec.
@@ -44,6 +45,10 @@ type rule struct {
 	class    string
 	back     int  // line rules: bytes before the keyword searched
 	flag     bool // an assignment rule for "--name value" rather than "name = value"
+	// open matches, from the keyword to the end of the text read so far,
+	// every beginning of a match that runs past a line end: while it
+	// does, Stream holds the text back from the keyword (see Stream).
+	open *regexp.Regexp
 }
 
 // checks are the Go verifiers a rule may name.
@@ -108,6 +113,16 @@ func parseRules(src []byte) ([]ruleSpec, []*rule, error) {
 					return nil, nil, errorf(CodeInvalidRule, "Name a group the pattern defines, as (?P<secret>...)", "%s: no group %q in the pattern", where, s.Group)
 				}
 			}
+		}
+		if s.Open != "" {
+			if r.line {
+				return nil, nil, errorf(CodeInvalidRule, "Give open only to keyword rules; a line rule never crosses a line end", "%s: open on a line rule", where)
+			}
+			re, err := regexp.Compile(`^(?:` + s.Open + `)\z`)
+			if err != nil {
+				return nil, nil, errorf(CodeInvalidRule, "Fix the rule's open expression (RE2 syntax)", "%s: open: %v", where, err)
+			}
+			r.open = re
 		}
 		rules = append(rules, r)
 	}

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"bytes"
 	"io"
+	"strings"
 )
 
 // StreamLookback is how much already-written text Stream keeps before the
@@ -15,9 +17,20 @@ const MaxEmptyReads = 100
 
 // Stream copies src to dst with every secret masked, in bounded memory: it
 // holds about Options.StreamWindow + MaxSecretBytes + StreamLookback bytes.
-// Text is written only once MaxSecretBytes more of it have been read (or at
-// the end), so a secret split across reads, up to MaxSecretBytes long, is
-// seen whole.
+// It writes as it reads, so that a live log piped through it shows each
+// line when the line is complete, with the same result as one pass over
+// the whole input:
+//
+//   - Text is written up to the end of the last complete line read. No
+//     rule's match crosses a line end except a private key (check: pem)
+//     and the rules with an open pattern (an AWS secret key whose value
+//     follows on a later line); for those, the text from a keyword that
+//     could still begin such a match is held back until the match is
+//     decided: it is complete, or cannot be one, or MaxSecretBytes of
+//     text after the keyword have been read.
+//   - A line longer than the window is written once MaxSecretBytes more of
+//     it have been read, so a secret split across reads, up to
+//     MaxSecretBytes long, is seen whole.
 func (rd *Redactor) Stream(dst io.Writer, src io.Reader) error {
 	return rd.StreamFindings(dst, src, nil)
 }
@@ -30,8 +43,10 @@ func (rd *Redactor) StreamFindings(dst io.Writer, src io.Reader, fn func(Finding
 	eof := false
 	var out []byte
 	for {
-		empty := 0
-		for !eof && len(buf) < cap(buf) {
+		// One read that brings bytes, not a full buffer: on a pipe that
+		// would wait for text that has not been written yet.
+		read := len(buf)
+		for empty := 0; !eof && len(buf) < cap(buf); {
 			n, err := src.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
 			if err == io.EOF {
@@ -39,15 +54,22 @@ func (rd *Redactor) StreamFindings(dst io.Writer, src io.Reader, fn func(Finding
 			} else if err != nil {
 				return err
 			}
-			if n == 0 && !eof {
-				if empty++; empty >= MaxEmptyReads {
-					return io.ErrNoProgress
-				}
+			if n > 0 {
+				break
+			}
+			if empty++; empty >= MaxEmptyReads && !eof {
+				return io.ErrNoProgress
 			}
 		}
-		cut := len(buf)
-		if !eof {
-			cut = len(buf) - MaxSecretBytes
+		if !eof && len(buf) < cap(buf) && bytes.IndexByte(buf[read:], '\n') < 0 {
+			continue // no line ended: nothing more can be written yet
+		}
+		cut := rd.cut(buf, emitted, eof)
+		if cut <= emitted {
+			if eof {
+				return nil // everything is written
+			}
+			continue // what ended is held back: read on
 		}
 		out = out[:0]
 		pos := emitted
@@ -81,4 +103,70 @@ func (rd *Redactor) StreamFindings(dst io.Writer, src io.Reader, fn func(Finding
 		base += keep
 		emitted = cut - keep
 	}
+}
+
+// cut is how much of buf may be written: all of it at the end of the
+// input; else up to the last line end after emitted, but not past the
+// start of a match that may still cross that line end; and, when buf is
+// full, at least all but its last MaxSecretBytes, which no match starting
+// earlier can reach into.
+func (rd *Redactor) cut(buf []byte, emitted int, eof bool) int {
+	if eof {
+		return len(buf)
+	}
+	cut := emitted
+	if i := bytes.LastIndexByte(buf[emitted:], '\n'); i >= 0 {
+		cut = rd.holdBack(buf, emitted, emitted+i+1)
+	}
+	if len(buf) == cap(buf) {
+		cut = max(cut, len(buf)-MaxSecretBytes)
+	}
+	return cut
+}
+
+// holdBack returns the first keyword in buf[from:to] that may still begin
+// a match running past to (a line end), or to when there is none. A keyword
+// never holds a line end, so every one starting before to ends there too.
+func (rd *Redactor) holdBack(buf []byte, from, to int) int {
+	held := to
+	rd.pre.find(buf[from:to], func(h hit) {
+		at := from + h.start
+		if at >= held || len(buf)-at >= MaxSecretBytes {
+			return // a later one, or a match that can read no further
+		}
+		for _, ri := range rd.byWord[h.word] {
+			r := rd.rules[ri]
+			if r.open != nil && r.open.Match(buf[at:]) || r.check == "pem" && pemOpen(buf, at) {
+				held = at
+				return
+			}
+		}
+	})
+	return held
+}
+
+// pemOpen says whether matchPEM at "-----BEGIN " could still give another
+// answer once more text is read: the label is not complete yet, or it is a
+// private key's and its end line is not complete yet.
+func pemOpen(text []byte, at int) bool {
+	const begin = "-----BEGIN "
+	if !bytes.HasPrefix(text[at:], []byte(begin)) {
+		return false // the keyword in another case: never a match
+	}
+	rest := text[at+len(begin):]
+	end := bytes.Index(rest[:min(len(rest), 64)], []byte("-----"))
+	if end < 0 {
+		return len(rest) < 64
+	}
+	label := string(rest[:end])
+	if !strings.HasSuffix(label, "PRIVATE KEY") && !strings.HasSuffix(label, "PRIVATE KEY BLOCK") {
+		return false
+	}
+	body := rest[end+5:]
+	i := bytes.Index(body, []byte("-----END "))
+	if i < 0 {
+		return true
+	}
+	tail := body[i+len("-----END "):]
+	return bytes.Index(tail[:min(len(tail), 64)], []byte("-----")) < 0
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -53,12 +52,9 @@ func runRedact(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return misused(stderr, "redact", err)
 	}
 	if !*asJSON {
-		w := bufio.NewWriterSize(stdout, 64<<10)
-		if err := rd.Stream(w, stdin); err != nil {
-			w.Flush()
-			return refused(stderr, "redact", err)
-		}
-		if err := w.Flush(); err != nil {
+		// Unbuffered: Stream writes each complete line as it is read, so
+		// that a live log piped through shows as it goes.
+		if err := rd.Stream(stdout, stdin); err != nil {
 			return refused(stderr, "redact", err)
 		}
 		return exitOK
