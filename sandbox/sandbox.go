@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -182,26 +183,59 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// Check reports the first limit out of range, naming it.
+// Check reports the first limit out of range, naming it with its value and
+// maximum in the units people write (660s, 512MiB), not in nanoseconds or
+// bytes.
 func (l Limits) Check() error {
 	for _, c := range []struct {
-		name      string
-		v, lo, hi int64
+		name, max string // the limit in words, and the constant that bounds it
+		v, hi     int64
+		unit      func(int64) string
 	}{
-		{"Wall", int64(l.Wall), 0, int64(MaxWall)},
-		{"CPU", int64(l.CPU), 0, int64(MaxCPU)},
-		{"Memory", l.Memory, 0, MaxMemory},
-		{"Pids", int64(l.Pids), 0, MaxPids},
-		{"OpenFiles", int64(l.OpenFiles), 0, MaxOpenFiles},
-		{"FileSize", l.FileSize, 0, MaxFileSize},
-		{"Output", l.Output, 0, MaxOutput},
+		{"wall-clock limit", "MaxWall", int64(l.Wall), int64(MaxWall), seconds},
+		{"CPU-time limit", "MaxCPU", int64(l.CPU), int64(MaxCPU), seconds},
+		{"memory limit", "MaxMemory", l.Memory, MaxMemory, binaryBytes},
+		{"process limit", "MaxPids", int64(l.Pids), MaxPids, count},
+		{"open-file limit", "MaxOpenFiles", int64(l.OpenFiles), MaxOpenFiles, count},
+		{"file-size limit", "MaxFileSize", l.FileSize, MaxFileSize, binaryBytes},
+		{"output limit", "MaxOutput", l.Output, MaxOutput, binaryBytes},
 	} {
-		if c.v < c.lo || c.v > c.hi {
-			return Invalid(fmt.Sprintf("Limits.%s %d is out of range", c.name, c.v),
-				fmt.Sprintf("give at most %d, or 0 for the default", c.hi))
+		if c.v < 0 {
+			return Invalid(fmt.Sprintf("the %s %s is negative", c.name, c.unit(c.v)),
+				fmt.Sprintf("give at most %s, or 0 for the default", c.unit(c.hi)))
+		}
+		if c.v > c.hi {
+			return Invalid(fmt.Sprintf("the %s %s is over the maximum of %s (sandbox.%s)", c.name, c.unit(c.v), c.unit(c.hi), c.max),
+				fmt.Sprintf("give at most %s, or 0 for the default", c.unit(c.hi)))
 		}
 	}
 	return nil
+}
+
+// seconds writes a duration in nanoseconds as people write a time limit:
+// whole seconds as 660s, anything finer as Go writes it (1.5s, 500ms).
+func seconds(ns int64) string {
+	d := time.Duration(ns)
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+func count(n int64) string { return strconv.FormatInt(n, 10) }
+
+// binaryBytes writes a size in the largest binary unit that divides it
+// (512MiB, 8GiB), else in bytes.
+func binaryBytes(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // Check reports the first thing wrong with the Spec itself, before any

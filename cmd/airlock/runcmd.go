@@ -206,6 +206,17 @@ func (f *runFlags) options() (*agent.Options, error) {
 	if f.maxTokens <= 0 {
 		return nil, errors.New("--max-tokens must be positive")
 	}
+	if f.maxSteps < 1 || f.maxSteps > agent.MaxMaxSteps {
+		return nil, fmt.Errorf("--max-steps must be 1 to %d, not %d", agent.MaxMaxSteps, f.maxSteps)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--timeout", f.timeout}, {"--tool-timeout", f.toolTimeout}, {"--model-timeout", f.modelTimeout}} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("%s %s is negative: give a duration such as 30s, or 0 for the default", d.flag, d.v)
+		}
+	}
 	prices := model.DefaultPrices()
 	if f.basePrices != nil {
 		prices = maps.Clone(f.basePrices)
