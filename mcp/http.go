@@ -394,7 +394,7 @@ func ListenAndServe(ctx context.Context, handler http.Handler, h *HTTPOptions) e
 	if ho.Addr == "" {
 		return errors.New("mcp: HTTPOptions.Addr is empty: give an address such as 127.0.0.1:8731")
 	}
-	if err := checkExposure(ho.Addr, ho.Tokens); err != nil {
+	if err := CheckExposure(ho.Addr, ho.Tokens); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", ho.Addr)
@@ -407,7 +407,7 @@ func ListenAndServe(ctx context.Context, handler http.Handler, h *HTTPOptions) e
 // Serve is ListenAndServe on a listener the caller opened; it closes ln.
 func Serve(ctx context.Context, ln net.Listener, handler http.Handler, h *HTTPOptions) error {
 	ho := h.withDefaults()
-	if err := checkExposure(ln.Addr().String(), ho.Tokens); err != nil {
+	if err := CheckExposure(ln.Addr().String(), ho.Tokens); err != nil {
 		ln.Close()
 		return err
 	}
@@ -435,9 +435,11 @@ func Serve(ctx context.Context, ln net.Listener, handler http.Handler, h *HTTPOp
 	return nil
 }
 
-// checkExposure refuses to serve without tokens on an address other
-// machines can reach: anyone there could call the tools.
-func checkExposure(addr string, tokens map[string]string) error {
+// CheckExposure refuses to serve without tokens on an address other
+// machines can reach: anyone there could call the tools. ListenAndServe
+// and Serve apply it; a caller applies it too to refuse before it starts
+// anything.
+func CheckExposure(addr string, tokens map[string]string) error {
 	if len(tokens) > 0 {
 		return nil
 	}

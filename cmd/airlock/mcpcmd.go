@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
@@ -93,6 +94,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return misused(stderr, "serve", err)
 	}
+	// An address others can reach without tokens is refused before
+	// anything is opened or printed.
+	if err := mcp.CheckExposure(set.Addr, set.Tokens); err != nil {
+		return misused(stderr, "serve", err)
+	}
 	set.envelopes = true
 	warnEnvSecrets(stderr)
 	e, err := openEnv(set, "")
@@ -106,8 +112,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return misused(stderr, "serve", err)
 	}
-	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", set.Addr, e.ws.Dir())
-	if err := mcp.ListenAndServe(ctx, handler, h); err != nil && !errors.Is(err, context.Canceled) {
+	// The banner comes once the address is bound, so that it never
+	// announces a server that did not start.
+	ln, err := net.Listen("tcp", set.Addr)
+	if err != nil {
+		return refused(stderr, "serve", err)
+	}
+	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", ln.Addr(), e.ws.Dir())
+	if err := mcp.Serve(ctx, ln, handler, h); err != nil && !errors.Is(err, context.Canceled) {
 		return refused(stderr, "serve", err)
 	}
 	return exitOK
