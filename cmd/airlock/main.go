@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	// Serves `airlock exec` before the heavy packages initialize.
@@ -57,6 +58,7 @@ func commands() []command {
 		{"rollback", "restore every file a session changed: airlock rollback --session ID", runRollback},
 		{"redact", "mask secrets and personal data from stdin: airlock redact [--json]", runRedact},
 		{"scan", "score JSON lines {\"text\": ...} for prompt injection, one answer line each", runScan},
+		{"version", "print the version and the source revision it was built from (also --version)", runVersion},
 	}
 }
 
@@ -70,6 +72,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
+	case "-version", "--version":
+		return runVersion(ctx, args[1:], stdin, stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -79,6 +83,42 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fmt.Fprintf(stderr, "airlock: unknown command %q\n", args[0])
 	usage(stderr)
 	return exitUsage
+}
+
+func runVersion(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: airlock version")
+		return exitUsage
+	}
+	info, ok := debug.ReadBuildInfo()
+	fmt.Fprintln(stdout, versionLine(info, ok))
+	return exitOK
+}
+
+// versionLine is what airlock --version prints: the version (Version when
+// set at link time, else the module version Go stamped: "(devel)" for a
+// build from a source tree) and the VCS revision the build recorded, with
+// "+modified" for uncommitted changes, or "unknown" where the build kept
+// none (go test, go run, -buildvcs=false, a tree outside version control).
+func versionLine(info *debug.BuildInfo, ok bool) string {
+	version, revision, modified := Version, "unknown", ""
+	if ok && info != nil {
+		if version == "dev" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch {
+			case s.Key == "vcs.revision" && s.Value != "":
+				revision = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				modified = "+modified"
+			}
+		}
+	}
+	if version == "" || version == "dev" {
+		version = "(devel)"
+	}
+	return fmt.Sprintf("airlock %s, revision %s%s", version, revision, modified)
 }
 
 // refused reports a failure of the command name and returns exitRefused.
