@@ -181,37 +181,69 @@ func (r ruleLines) at(key string) int {
 	return r.item
 }
 
-// readDoc decodes one policy file. Only the built-in file may hold the
-// tables; a user file holds rules.
-func readDoc(data []byte, name string, isBuiltin bool) (*doc, error) {
+// problems gathers what is wrong with a file, so that a check reports
+// every problem at once rather than one per run.
+type problems struct {
+	errs  []error
+	lines map[int]bool // lines with a problem already told
+}
+
+func (p *problems) add(err error) {
+	p.errs = append(p.errs, err)
+	var pe *ParseError
+	if errors.As(err, &pe) && pe.Line > 0 {
+		if p.lines == nil {
+			p.lines = map[int]bool{}
+		}
+		p.lines[pe.Line] = true
+	}
+}
+
+// err is nil, the one problem, or every problem joined in the order found.
+func (p *problems) err() error {
+	if len(p.errs) == 1 {
+		return p.errs[0]
+	}
+	return errors.Join(p.errs...)
+}
+
+// readDoc decodes one policy file, adding what is wrong with it to probs.
+// It returns nil when the file cannot be read any further (not YAML, not
+// a mapping, too many rules); otherwise what it could decode. Only the
+// built-in file may hold the tables; a user file holds rules.
+func readDoc(data []byte, name string, isBuiltin bool, probs *problems) *doc {
 	perr := func(line int, err error, format string, args ...any) error {
 		return &ParseError{File: name, Line: line, Msg: fmt.Sprintf(format, args...), Err: err}
 	}
+	fatal := func(err error) *doc {
+		probs.add(err)
+		return nil
+	}
 	if len(data) > MaxFileSize {
-		return nil, perr(0, nil, "the file is over MaxFileSize (%d bytes)", MaxFileSize)
+		return fatal(perr(0, nil, "the file is over MaxFileSize (%d bytes)", MaxFileSize))
 	}
 	d := &doc{lines: map[string]int{}}
 
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err == io.EOF {
-		return d, nil // an empty file adds no rules
+		return d // an empty file adds no rules
 	} else if err != nil {
-		return nil, perr(yamlLine(err), err, "not valid YAML")
+		return fatal(perr(yamlLine(err), err, "not valid YAML"))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
-		return nil, perr(extra.Line, nil, "the file holds more than one YAML document")
+		return fatal(perr(extra.Line, nil, "the file holds more than one YAML document"))
 	}
 	top := &root
 	if top.Kind == yaml.DocumentNode && len(top.Content) == 1 {
 		top = top.Content[0]
 	}
 	if top.Kind == yaml.ScalarNode && top.Tag == "!!null" {
-		return d, nil
+		return d
 	}
 	if top.Kind != yaml.MappingNode {
-		return nil, perr(top.Line, nil, "the file must be a mapping with a rules list")
+		return fatal(perr(top.Line, nil, "the file must be a mapping with a rules list"))
 	}
 
 	allowed := fileKeys
@@ -222,9 +254,11 @@ func readDoc(data []byte, name string, isBuiltin bool) (*doc, error) {
 		k, v := top.Content[i], top.Content[i+1]
 		if !slices.Contains(allowed, k.Value) {
 			if isBuiltin {
-				return nil, perr(k.Line, nil, "unknown key %q: want %s", k.Value, strings.Join(allowed, ", "))
+				probs.add(perr(k.Line, nil, "unknown key %q: want %s", k.Value, strings.Join(allowed, ", ")))
+			} else {
+				probs.add(perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands, redact and untrusted", k.Value))
 			}
-			return nil, perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands, redact and untrusted", k.Value)
+			continue
 		}
 		d.lines[k.Value] = k.Line
 		switch k.Value {
@@ -239,42 +273,60 @@ func readDoc(data []byte, name string, isBuiltin bool) (*doc, error) {
 				continue
 			}
 			if v.Kind != yaml.SequenceNode {
-				return nil, perr(v.Line, nil, "rules must be a list")
+				probs.add(perr(v.Line, nil, "rules must be a list"))
+				continue
 			}
 			if len(v.Content) > MaxRules {
-				return nil, perr(k.Line, nil, "%d rules: a file may hold at most MaxRules (%d)", len(v.Content), MaxRules)
+				return fatal(perr(k.Line, nil, "%d rules: a file may hold at most MaxRules (%d)", len(v.Content), MaxRules))
 			}
 			for j, item := range v.Content {
-				if item.Kind != yaml.MappingNode {
-					return nil, perr(item.Line, nil, "rule %d must be a mapping of %s", j+1, strings.Join(ruleKeys, ", "))
-				}
 				rl := ruleLines{item: item.Line, keys: map[string]int{}}
+				d.ruleLines = append(d.ruleLines, rl)
+				if item.Kind != yaml.MappingNode {
+					probs.add(perr(item.Line, nil, "rule %d must be a mapping of %s", j+1, strings.Join(ruleKeys, ", ")))
+					continue
+				}
 				for m := 0; m+1 < len(item.Content); m += 2 {
 					key := item.Content[m]
 					if !slices.Contains(ruleKeys, key.Value) {
-						return nil, perr(key.Line, nil, "rule %d: unknown field %q: want %s", j+1, key.Value, strings.Join(ruleKeys, ", "))
+						probs.add(perr(key.Line, nil, "rule %d: unknown field %q: want %s", j+1, key.Value, strings.Join(ruleKeys, ", ")))
+						continue
 					}
 					rl.keys[key.Value] = key.Line
 				}
-				d.ruleLines = append(d.ruleLines, rl)
 			}
 		}
 	}
 
-	// The node checks passed; decode strictly, which also refuses values
-	// of the wrong type and duplicate keys.
+	// Decode strictly, which also refuses values of the wrong type and
+	// duplicate keys. A type error does not stop the decoding: each is
+	// told, unless its line already has a problem (an unknown key the
+	// node checks above named better).
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
 	if err := strict.Decode(&d.file); err != nil {
-		return nil, perr(yamlLine(err), err, "not a valid policy file")
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return fatal(perr(yamlLine(err), err, "not a valid policy file"))
+		}
+		for _, msg := range te.Errors {
+			if line := yamlLine(errors.New(msg)); !probs.lines[line] || line == 0 {
+				probs.add(perr(line, errors.New(msg), "not a valid policy file"))
+			}
+		}
 	}
 	if v := d.file.Version; v != nil && *v != 1 {
-		return nil, perr(d.lines["version"], nil, "version %d is not supported: want 1", *v)
+		probs.add(perr(d.lines["version"], nil, "version %d is not supported: want 1", *v))
 	}
 	if len(d.file.Rules) != len(d.ruleLines) {
-		return nil, perr(d.lines["rules"], nil, "rules could not be read")
+		// A rule that could not be decoded left the list: the rules no
+		// longer line up with their lines, so none is compiled.
+		if len(probs.errs) == 0 {
+			probs.add(perr(d.lines["rules"], nil, "rules could not be read"))
+		}
+		d.file.Rules, d.ruleLines = nil, nil
 	}
-	return d, nil
+	return d
 }
 
 // yamlLine finds the line in a yaml.v3 error, which carries it only in its
@@ -296,9 +348,10 @@ func yamlLine(err error) int {
 // compileBuiltin compiles the embedded policy: the tables and the
 // built-in rules.
 func compileBuiltin(data []byte, name string) (*compiled, error) {
-	d, err := readDoc(data, name, true)
-	if err != nil {
-		return nil, err
+	var probs problems
+	d := readDoc(data, name, true, &probs)
+	if len(probs.errs) > 0 {
+		return nil, probs.err()
 	}
 	perr := func(key, format string, args ...any) error {
 		return &ParseError{File: name, Line: d.lines[key], Msg: fmt.Sprintf(format, args...)}
@@ -373,8 +426,8 @@ func compileBuiltin(data []byte, name string) (*compiled, error) {
 	if err != nil {
 		return nil, &ParseError{File: name, Msg: "cannot set up CEL", Err: err}
 	}
-	if c.rules, err = compileRules(env, d, name, Builtin, nil); err != nil {
-		return nil, err
+	if c.rules = compileRules(env, d, name, Builtin, nil, &probs); len(probs.errs) > 0 {
+		return nil, probs.err()
 	}
 	c.effective = c.render()
 	return c, nil
@@ -383,27 +436,25 @@ func compileBuiltin(data []byte, name string) (*compiled, error) {
 // withFile returns base with the rules of a policy file added after its
 // own. base is not modified; the result shares its tables and rules.
 func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
-	d, err := readDoc(data, name, false)
-	if err != nil {
-		return nil, err
+	var probs problems
+	d := readDoc(data, name, false, &probs)
+	if d == nil {
+		return nil, probs.err()
 	}
 	env, err := newEnv()
 	if err != nil {
 		return nil, &ParseError{File: name, Msg: "cannot set up CEL", Err: err}
 	}
-	rules, err := compileRules(env, d, name, name, base.rules)
-	if err != nil {
-		return nil, err
-	}
+	rules := compileRules(env, d, name, name, base.rules, &probs)
 	c := *base
 	c.rules = append(slices.Clip(base.rules), rules...)
 	if r := d.file.Redact; r != nil {
 		if n := len(r.Allow.Values) + len(r.Allow.Patterns); n > MaxRedactAllow {
-			return nil, &ParseError{File: name, Line: d.lines["redact"], Msg: fmt.Sprintf("redact.allow has %d entries, over MaxRedactAllow (%d)", n, MaxRedactAllow)}
+			probs.add(&ParseError{File: name, Line: d.lines["redact"], Msg: fmt.Sprintf("redact.allow has %d entries, over MaxRedactAllow (%d)", n, MaxRedactAllow)})
 		}
 		for _, pat := range r.Allow.Patterns {
 			if _, err := regexp.Compile(pat); err != nil {
-				return nil, &ParseError{File: name, Line: d.lines["redact"], Msg: fmt.Sprintf("redact.allow.patterns: %q is not an RE2 expression", pat), Err: err}
+				probs.add(&ParseError{File: name, Line: d.lines["redact"], Msg: fmt.Sprintf("redact.allow.patterns: %q is not an RE2 expression", pat), Err: err})
 			}
 		}
 		c.redactAllow = r.Allow
@@ -414,13 +465,16 @@ func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
 		case "ask", "deny":
 			c.onFlagged = u.OnFlagged
 		default:
-			return nil, &ParseError{File: name, Line: d.lines["untrusted"], Msg: fmt.Sprintf("untrusted.on_flagged %q: want deliver, ask or deny", u.OnFlagged)}
+			probs.add(&ParseError{File: name, Line: d.lines["untrusted"], Msg: fmt.Sprintf("untrusted.on_flagged %q: want deliver, ask or deny", u.OnFlagged)})
 		}
 	}
 	if d.file.Commands != nil {
 		if c.commands, err = command.Compile(d.file.Commands); err != nil {
-			return nil, &ParseError{File: name, Line: d.lines["commands"], Msg: err.Error(), Err: err}
+			probs.add(&ParseError{File: name, Line: d.lines["commands"], Msg: err.Error(), Err: err})
 		}
+	}
+	if len(probs.errs) > 0 {
+		return nil, probs.err()
 	}
 	c.effective = c.render()
 	return &c, nil
@@ -447,9 +501,10 @@ func newEnv() (*cel.Env, error) {
 // of the context.
 const interruptEvery = 100
 
-// compileRules checks and compiles the rules of d, in order. before are
-// the rules already in the policy, whose ids a new rule may not take.
-func compileRules(env *cel.Env, d *doc, file, source string, before []*rule) ([]*rule, error) {
+// compileRules checks and compiles the rules of d, in order, adding every
+// problem to probs; a rule with a problem is left out. before are the
+// rules already in the policy, whose ids a new rule may not take.
+func compileRules(env *cel.Env, d *doc, file, source string, before []*rule, probs *problems) []*rule {
 	seen := map[string]string{} // id -> where it was defined
 	for _, r := range before {
 		seen[r.id] = r.source
@@ -457,73 +512,85 @@ func compileRules(env *cel.Env, d *doc, file, source string, before []*rule) ([]
 	var out []*rule
 	for i, ry := range d.file.Rules {
 		lines := d.ruleLines[i]
-		perr := func(key string, err error, format string, args ...any) error {
+		bad := false
+		perr := func(key string, err error, format string, args ...any) {
 			msg := fmt.Sprintf("rule %d", i+1)
 			if namePattern.MatchString(ry.ID) && len(ry.ID) <= MaxIDLength {
 				msg = fmt.Sprintf("rule %q", ry.ID)
 			}
-			return &ParseError{File: file, Line: lines.at(key), Msg: msg + ": " + fmt.Sprintf(format, args...), Err: err}
+			probs.add(&ParseError{File: file, Line: lines.at(key), Msg: msg + ": " + fmt.Sprintf(format, args...), Err: err})
+			bad = true
 		}
 		switch {
 		case ry.ID == "":
-			return nil, perr("id", nil, "no id")
+			perr("id", nil, "no id")
 		case len(ry.ID) > MaxIDLength:
-			return nil, perr("id", nil, "the id is over MaxIDLength (%d bytes)", MaxIDLength)
+			perr("id", nil, "the id is over MaxIDLength (%d bytes)", MaxIDLength)
 		case !namePattern.MatchString(ry.ID):
-			return nil, perr("id", nil, "id %q: want lower case letters, digits and -", ry.ID)
+			perr("id", nil, "id %q: want lower case letters, digits and -", ry.ID)
 		case slices.Contains(reserved, ry.ID):
-			return nil, perr("id", nil, "the id is reserved for the policy's own decisions")
-		}
-		if where, dup := seen[ry.ID]; dup {
-			if where == source {
-				return nil, perr("id", nil, "the id is used by an earlier rule")
+			perr("id", nil, "the id is reserved for the policy's own decisions")
+		default:
+			if where, dup := seen[ry.ID]; dup {
+				if where == source {
+					perr("id", nil, "the id is used by an earlier rule")
+				} else {
+					perr("id", nil, "the id is already taken by a rule of %s", where)
+				}
 			}
-			return nil, perr("id", nil, "the id is already taken by a rule of %s", where)
+			seen[ry.ID] = source
 		}
-		seen[ry.ID] = source
 
-		if ry.Decision == "" {
-			return nil, perr("decision", nil, "no decision: want deny, ask or allow")
-		}
 		action, err := ParseAction(ry.Decision)
-		if err != nil {
-			return nil, perr("decision", nil, "%v", err)
-		}
-		if action != Allow {
+		switch {
+		case ry.Decision == "":
+			perr("decision", nil, "no decision: want deny, ask or allow")
+		case err != nil:
+			perr("decision", nil, "%v", err)
+		case action != Allow:
 			if strings.TrimSpace(ry.Message) == "" {
-				return nil, perr("message", nil, "a rule with decision %s needs a message saying why", action)
+				perr("message", nil, "a rule with decision %s needs a message saying why", action)
 			}
 			if strings.TrimSpace(ry.Hint) == "" {
-				return nil, perr("hint", nil, "a rule with decision %s needs a hint saying what to do instead", action)
+				perr("hint", nil, "a rule with decision %s needs a hint saying what to do instead", action)
 			}
 		}
 		if len(ry.Message) > MaxTextLength {
-			return nil, perr("message", nil, "the message is over MaxTextLength (%d bytes)", MaxTextLength)
+			perr("message", nil, "the message is over MaxTextLength (%d bytes)", MaxTextLength)
 		}
 		if len(ry.Hint) > MaxTextLength {
-			return nil, perr("hint", nil, "the hint is over MaxTextLength (%d bytes)", MaxTextLength)
+			perr("hint", nil, "the hint is over MaxTextLength (%d bytes)", MaxTextLength)
 		}
 
-		if strings.TrimSpace(ry.When) == "" {
-			return nil, perr("when", nil, `no condition: write when: "true" to match every call`)
+		var prg cel.Program
+		var ast *cel.Ast
+		switch {
+		case strings.TrimSpace(ry.When) == "":
+			perr("when", nil, `no condition: write when: "true" to match every call`)
+		case len(ry.When) > MaxConditionLength:
+			perr("when", nil, "the condition is over MaxConditionLength (%d bytes)", MaxConditionLength)
+		default:
+			var iss *cel.Issues
+			ast, iss = env.Compile(ry.When)
+			if iss.Err() != nil {
+				perr("when", iss.Err(), "the condition does not compile")
+				break
+			}
+			if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
+				perr("when", nil, "the condition is of type %s: want bool", t)
+				break
+			}
+			prg, err = env.Program(ast,
+				cel.CostLimit(MaxRuleCost),
+				cel.InterruptCheckFrequency(interruptEvery),
+				cel.EvalOptions(cel.OptOptimize),
+			)
+			if err != nil {
+				perr("when", err, "the condition cannot be prepared")
+			}
 		}
-		if len(ry.When) > MaxConditionLength {
-			return nil, perr("when", nil, "the condition is over MaxConditionLength (%d bytes)", MaxConditionLength)
-		}
-		ast, iss := env.Compile(ry.When)
-		if iss.Err() != nil {
-			return nil, perr("when", iss.Err(), "the condition does not compile")
-		}
-		if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
-			return nil, perr("when", nil, "the condition is of type %s: want bool", t)
-		}
-		prg, err := env.Program(ast,
-			cel.CostLimit(MaxRuleCost),
-			cel.InterruptCheckFrequency(interruptEvery),
-			cel.EvalOptions(cel.OptOptimize),
-		)
-		if err != nil {
-			return nil, perr("when", err, "the condition cannot be prepared")
+		if bad {
+			continue
 		}
 
 		r := &rule{
@@ -558,7 +625,7 @@ func compileRules(env *cel.Env, d *doc, file, source string, before []*rule) ([]
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out
 }
 
 // describe writes the texts of the table decisions once, so that Decide

@@ -348,3 +348,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseReportsEveryProblem: a file with several problems gets all of
+// them in one error, each with its line and the rule it is about, so that
+// a check need not be run once per mistake: first what is wrong with the
+// file's shape, then each rule in order, then the other sections.
+func TestParseReportsEveryProblem(t *testing.T) {
+	src := "rules:\n" +
+		ruleSrc("good", "'true'", "deny") + // 2-6
+		"  - id: a\n    when: 'tool =='\n    decision: deny\n    message: m\n    hint: h\n" + // 7-11: CEL
+		"  - id: b\n    when: 'true'\n    decison: deny\n" + // 12-14: unknown field, then no decision
+		"  - id: Bad_Id\n    when: 'true'\n    decision: block\n    message: m\n    hint: h\n" + // 15-19
+		"untrusted:\n  on_flagged: sometimes\n" + // 20-21
+		"extra: 1\n" // 22
+	_, err := Parse([]byte(src), "bad.yaml")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := []string{
+		`bad.yaml:14: rule 3: unknown field "decison"`,
+		`bad.yaml:22: key "extra" is not allowed`,
+		`bad.yaml:8: rule "a": the condition does not compile`,
+		`bad.yaml:12: rule "b": no decision`,
+		`bad.yaml:15: rule 4: id "Bad_Id"`,
+		`bad.yaml:17: rule 4: unknown decision "block"`,
+		`bad.yaml:20: untrusted.on_flagged "sometimes"`,
+	}
+	msg := err.Error()
+	at := 0
+	for _, w := range want {
+		i := strings.Index(msg[at:], w)
+		if i < 0 {
+			t.Fatalf("missing, or out of order: %q\nin:\n%s", w, msg)
+		}
+		at += i + len(w)
+	}
+	if strings.Contains(msg, `rule "good"`) {
+		t.Errorf("the good rule is reported:\n%s", msg)
+	}
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Line != 14 {
+		t.Errorf("the first *ParseError is not the first problem: %v", pe)
+	}
+}

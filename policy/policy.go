@@ -182,7 +182,9 @@ func Default() *Policy {
 // Parse returns the default policy with the rules of data on top. name is
 // the file's name, used in errors and as the rules' source. data may hold
 // only "rules" and an optional "version: 1"; the role and mode tables are
-// the built-in ones. The error is a *ParseError.
+// the built-in ones. The error is a *ParseError, or one for each problem
+// the file has, joined (errors.Join; errors.As finds the first): what is
+// wrong with the file's shape first, then each rule in order.
 func Parse(data []byte, name string) (*Policy, error) {
 	base, err := builtin()
 	if err != nil {

@@ -506,7 +506,18 @@ func runPolicy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return usage()
 		}
 		if _, err := policy.Load(args[1]); err != nil {
-			return refused(stderr, "policy check", err)
+			// Every problem of the file, one per line.
+			errs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = j.Unwrap()
+			}
+			for _, e := range errs {
+				fmt.Fprintf(stderr, "airlock policy check: %v\n", e)
+			}
+			if len(errs) > 1 {
+				fmt.Fprintf(stderr, "airlock policy check: %d problems in %s\n", len(errs), args[1])
+			}
+			return exitRefused
 		}
 		fmt.Fprintf(stdout, "%s: ok\n", args[1])
 		return exitOK
