@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"airlock.dev/airlock/plural"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -246,10 +247,10 @@ func formatRead(r workspace.ReadResult, offset int) string {
 	case r.TotalBytes == 0:
 		return fmt.Sprintf("[%s: empty file]\n", r.Path)
 	case r.Lines == 0:
-		return fmt.Sprintf("[%s: no lines from offset %d; the file has %d lines]\n", r.Path, offset, r.TotalLines)
+		return fmt.Sprintf("[%s: no lines from offset %d; the file has %s]\n", r.Path, offset, plural.Count(r.TotalLines, "line", "lines"))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s: lines %d-%d of %d, %d bytes", r.Path, offset+1, offset+r.Lines, r.TotalLines, r.TotalBytes)
+	fmt.Fprintf(&b, "[%s: lines %d-%d of %d, %s", r.Path, offset+1, offset+r.Lines, r.TotalLines, plural.Count(int(r.TotalBytes), "byte", "bytes"))
 	next := offset + r.Lines
 	switch {
 	case r.Truncated && r.Lines == 1 && !strings.HasSuffix(r.Content, "\n"):
@@ -293,7 +294,7 @@ func runListDir(w *workspace.Workspace) tool.Executor {
 		case truncated:
 			fmt.Fprintf(&b, "[%s: first %d entries by name; more exist, use glob to narrow]\n", path, len(ents))
 		default:
-			fmt.Fprintf(&b, "[%s: %d entries]\n", path, len(ents))
+			fmt.Fprintf(&b, "[%s: %s]\n", path, plural.Count(len(ents), "entry", "entries"))
 		}
 		for _, e := range ents {
 			b.WriteString(e.Name)
@@ -303,11 +304,11 @@ func runListDir(w *workspace.Workspace) tool.Executor {
 			case e.Dir:
 				b.WriteString("/")
 			case e.Symlink && e.Size > 0:
-				fmt.Fprintf(&b, " (link, %d bytes)", e.Size)
+				fmt.Fprintf(&b, " (link, %s)", plural.Count(int(e.Size), "byte", "bytes"))
 			case e.Symlink:
 				b.WriteString(" (link)")
 			default:
-				fmt.Fprintf(&b, " (%d bytes)", e.Size)
+				fmt.Fprintf(&b, " (%s)", plural.Count(int(e.Size), "byte", "bytes"))
 			}
 			b.WriteByte('\n')
 		}
@@ -343,7 +344,7 @@ func runGlob(w *workspace.Workspace) tool.Executor {
 		case truncated:
 			fmt.Fprintf(&b, "[first %d paths matching %q; the search stopped at a limit, narrow the pattern]\n", len(paths), args.Pattern)
 		default:
-			fmt.Fprintf(&b, "[%d paths match %q]\n", len(paths), args.Pattern)
+			fmt.Fprintf(&b, "[%s %q]\n", plural.Count(len(paths), "path matches", "paths match"), args.Pattern)
 		}
 		for _, p := range paths {
 			b.WriteString(p)
@@ -381,7 +382,7 @@ func runGrep(w *workspace.Workspace) tool.Executor {
 		case truncated:
 			fmt.Fprintf(&b, "[first %d matches for %q in %s; the search stopped at a limit, narrow the pattern or the path]\n", len(matches), args.Pattern, path)
 		default:
-			fmt.Fprintf(&b, "[%d matches for %q in %s]\n", len(matches), args.Pattern, path)
+			fmt.Fprintf(&b, "[%s for %q in %s]\n", plural.Count(len(matches), "match", "matches"), args.Pattern, path)
 		}
 		for _, m := range matches {
 			fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, strings.ToValidUTF8(m.Text, "\uFFFD"))
@@ -414,7 +415,7 @@ func runWriteFile(w *workspace.Workspace) tool.Executor {
 			how = "created"
 		}
 		return tool.Result{
-			Content:    fmt.Sprintf("wrote %s (%s, %d bytes, sha256 %s)\n", r.Path, how, r.Bytes, r.SHA256),
+			Content:    fmt.Sprintf("wrote %s (%s, %s, sha256 %s)\n", r.Path, how, plural.Count(int(r.Bytes), "byte", "bytes"), r.SHA256),
 			Provenance: prov,
 		}, nil
 	}
@@ -446,7 +447,7 @@ func runEditFile(w *workspace.Workspace) tool.Executor {
 			noun = "replacement"
 		}
 		return tool.Result{
-			Content:    fmt.Sprintf("edited %s (%d %s, now %d bytes, sha256 %s)\n", r.Path, r.Replacements, noun, r.Bytes, r.SHA256),
+			Content:    fmt.Sprintf("edited %s (%d %s, now %s, sha256 %s)\n", r.Path, r.Replacements, noun, plural.Count(int(r.Bytes), "byte", "bytes"), r.SHA256),
 			Provenance: prov,
 		}, nil
 	}

@@ -88,6 +88,8 @@ func TestFileToolsRun(t *testing.T) {
 		{tool: "write_file", args: `{"path": "new/c.txt", "content": "fresh\n"}`,
 			want: []string{"wrote new/c.txt (created, 6 bytes, sha256 "}, source: "workspace:new/c.txt"},
 		{tool: "write_file", args: `{"path": "notes/a.txt", "content": "replaced\n"}`, want: []string{"wrote notes/a.txt (replaced, 9 bytes"}},
+		{tool: "write_file", args: `{"path": "one.txt", "content": "1"}`, want: []string{"wrote one.txt (created, 1 byte, sha256 "}},
+		{tool: "glob", args: `{"pattern": "one.*"}`, want: []string{"[1 path matches \"one.*\"]\n"}},
 		{tool: "write_file", args: `{"path": ".airlock/x", "content": "x"}`, code: tool.CodePathOutside},
 		{tool: "write_file", args: `{"path": "notes", "content": "x"}`, code: tool.CodeNotAFile},
 
@@ -142,7 +144,7 @@ func TestFileToolsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(restored)
-	if want := []string{"edit/dup.txt", "edit/once.txt", "new", "new/c.txt", "notes/a.txt"}; !slices.Equal(restored, want) {
+	if want := []string{"edit/dup.txt", "edit/once.txt", "new", "new/c.txt", "notes/a.txt", "one.txt"}; !slices.Equal(restored, want) {
 		t.Errorf("Rollback restored %q, want %q", restored, want)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "notes", "a.txt")); err != nil || string(b) != "alpha\nbeta\ngamma\n" {

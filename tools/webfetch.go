@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"airlock.dev/airlock/plural"
 	"context"
 	"errors"
 	"fmt"
@@ -113,7 +114,7 @@ func formatFetch(r *egress.Response, maxBytes int64) string {
 	if ct == "" {
 		ct = "no content type"
 	}
-	fmt.Fprintf(&b, "[%s: status %d, %s, %d bytes", u, r.Status, ct, len(r.Body))
+	fmt.Fprintf(&b, "[%s: status %d, %s, %s", u, r.Status, ct, plural.Count(len(r.Body), "byte", "bytes"))
 	if r.Truncated {
 		fmt.Fprintf(&b, ", truncated at %d bytes: ask for a larger max_bytes (at most %d) to see more", maxBytes, WebFetchMaxBytes)
 	}

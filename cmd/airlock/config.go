@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -184,7 +185,7 @@ func (s *settings) loadFile(path string, named bool) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(s); err != nil && !errors.Is(err, io.EOF) { // an empty file is no settings
-		return fmt.Errorf("config %s: %w (the keys are workspace, policy, mode, role, faq, addr, tokens, allowed_hosts, allowed_origins)", path, err)
+		return fmt.Errorf("config %s: %w (the keys are %s)", path, err, strings.Join(configKeys(), ", "))
 	}
 	// Relative paths in the file are relative to the file.
 	base := filepath.Dir(path)
@@ -194,6 +195,19 @@ func (s *settings) loadFile(path string, named bool) error {
 		}
 	}
 	return nil
+}
+
+// configKeys lists the keys airlock.yaml may hold, read from the settings
+// struct's own tags so that the list cannot fall behind it.
+func configKeys() []string {
+	var keys []string
+	t := reflect.TypeFor[settings]()
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // parseTokens reads AIRLOCK_TOKENS: "TOKEN=ROLE,TOKEN=ROLE".

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"airlock.dev/airlock/plural"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,7 +125,7 @@ func runFetch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if resp.Truncated {
 		note = ", truncated"
 	}
-	fmt.Fprintf(stderr, "%s: status %d, %s, %d bytes%s\n", resp.URL, resp.Status, resp.ContentType, len(resp.Body), note)
+	fmt.Fprintf(stderr, "%s: status %d, %s, %s%s\n", resp.URL, resp.Status, resp.ContentType, plural.Count(len(resp.Body), "byte", "bytes"), note)
 	return exitOK
 }
 

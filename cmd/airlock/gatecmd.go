@@ -1,6 +1,7 @@
 package main
 
 import (
+	"airlock.dev/airlock/plural"
 	"context"
 	"encoding/json"
 	"errors"
@@ -535,7 +536,7 @@ func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return refused(stderr, "audit verify", err)
 	}
 	if rep.OK {
-		fmt.Fprintf(stdout, "%s: ok, %d records, head %s\n", args[1], rep.Records, rep.Head)
+		fmt.Fprintf(stdout, "%s: ok, %s, head %s\n", args[1], plural.Count(int(rep.Records), "record", "records"), rep.Head)
 		return exitOK
 	}
 	for _, p := range rep.Problems {
@@ -568,7 +569,7 @@ func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "restored %s\n", p)
 	}
-	fmt.Fprintf(stderr, "%d files restored\n", len(paths))
+	fmt.Fprintf(stderr, "%s restored\n", plural.Count(len(paths), "file", "files"))
 	return exitOK
 }
 

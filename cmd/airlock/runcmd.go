@@ -1,6 +1,7 @@
 package main
 
 import (
+	"airlock.dev/airlock/plural"
 	"bufio"
 	"context"
 	"errors"
@@ -320,8 +321,9 @@ func printSummary(stdout, stderr io.Writer, s *agent.Summary) {
 	if !s.CostUSD.Known {
 		cost = "cost unknown"
 	}
-	fmt.Fprintf(stderr, "%s after %d steps: %d tokens, %s, model %s, %d attempts, %d fallbacks, %d denials; session %s\n",
-		s.Reason, s.Steps, s.Tokens, cost, orNone(s.Model), s.Attempts, s.Fallbacks, s.Denials, s.Session)
+	fmt.Fprintf(stderr, "%s after %s: %s, %s, model %s, %s, %s, %s; session %s\n",
+		s.Reason, plural.Count(int(s.Steps), "step", "steps"), plural.Count(int(s.Tokens), "token", "tokens"), cost, orNone(s.Model),
+		plural.Count(s.Attempts, "attempt", "attempts"), plural.Count(s.Fallbacks, "fallback", "fallbacks"), plural.Count(s.Denials, "denial", "denials"), s.Session)
 	for _, m := range s.Unpriced {
 		fmt.Fprintf(stderr, "  no price is known for %s, so the run's cost is unknown; give one with --price %s=IN,OUT (USD per million tokens)\n", m, m)
 	}
