@@ -31,9 +31,10 @@ echo "== go vet"
 go vet ./...
 (cd bench && go vet ./...)
 
-echo "== the end-to-end tests' Node packages (npm ci): MCP clients, the conformance suite, aimock"
+echo "== the end-to-end tests' Node packages (npm ci): MCP clients, the conformance suite, aimock, Claude Code and Codex"
 bash e2e/setup.sh >/dev/null
 bash e2e/aimock/setup.sh >/dev/null
+bash e2e/clients/setup.sh >/dev/null
 
 echo "== services the store tests use: Postgres and Redis (started if down)"
 bash scripts/start-services.sh
