@@ -30,6 +30,7 @@ type settings struct {
 	Sandbox        string            `yaml:"sandbox"`
 	Store          string            `yaml:"store"`
 	CommandNetwork string            `yaml:"command_network"`
+	Approvals      string            `yaml:"approvals"`
 	Credentials    string            `yaml:"credentials"`
 	Addr           string            `yaml:"addr"`
 	Tokens         map[string]string `yaml:"tokens"` // bearer token -> role, for airlock serve
@@ -87,6 +88,34 @@ var settingTable = []setting{
 		func(s *settings) *string { return &s.CommandNetwork }},
 	{"sandbox", "AIRLOCK_SANDBOX", "the sandbox `backend` run_command runs in: native (default), bwrap or container",
 		func(s *settings) *string { return &s.Sandbox }},
+	{"approvals", "AIRLOCK_APPROVALS", "how the MCP doors get a person's approval: client (default: ask through the client where it can answer; a decline is a denial) or out-of-band (never ask the client: the call waits for airlock approve)",
+		func(s *settings) *string { return &s.Approvals }},
+}
+
+// The values of the approvals setting.
+const (
+	// ApprovalsClient asks the person at the MCP client, where it can
+	// answer (elicitation); their decline is a denial.
+	ApprovalsClient = "client"
+	// ApprovalsOutOfBand never asks the client: every ask ends the call
+	// with approval_required, and a person decides it with airlock
+	// approve or deny. For clients that decline every question headless
+	// (codex exec), where asking could only ever deny.
+	ApprovalsOutOfBand = "out-of-band"
+)
+
+// askClient says whether the MCP doors put the gate's asks to the person
+// at the client (approvals: client, the default) rather than leave them
+// for airlock approve (out-of-band). Any other value is refused.
+func (s *settings) askClient() (bool, error) {
+	switch s.Approvals {
+	case "", ApprovalsClient:
+		return true, nil
+	case ApprovalsOutOfBand:
+		return false, nil
+	}
+	return false, fmt.Errorf("invalid_setting: approvals %q is neither %s nor %s. Hint: pass --approvals %s to ask the person through the client, or --approvals %s to decide each call with airlock approve",
+		s.Approvals, ApprovalsClient, ApprovalsOutOfBand, ApprovalsClient, ApprovalsOutOfBand)
 }
 
 // sandboxName is the configured sandbox backend, DefaultSandbox when none.

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +25,13 @@ const rootsProtocol = "2025-11-25"
 // protocol version ("" for the SDK's latest).
 func connectMCP(t *testing.T, version string, roots []string, args ...string) *sdk.ClientSession {
 	t.Helper()
+	return connectMCPWith(t, version, nil, roots, args...)
+}
+
+// connectMCPWith is connectMCP with the client's options (an elicitation
+// handler, say).
+func connectMCPWith(t *testing.T, version string, copts *sdk.ClientOptions, roots []string, args ...string) *sdk.ClientSession {
+	t.Helper()
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -31,7 +40,7 @@ func connectMCP(t *testing.T, version string, roots []string, args ...string) *s
 		done <- run(ctx, append([]string{"mcp"}, args...), sr, sw, io.Discard)
 		sw.Close()
 	}()
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, copts)
 	for _, r := range roots {
 		client.AddRoots(&sdk.Root{URI: "file://" + r})
 	}
@@ -168,5 +177,127 @@ func TestMCPKilledClient(t *testing.T) {
 	}
 	if s := stderr.String(); strings.Contains(s, "level=ERROR") || strings.Contains(s, "broken pipe") {
 		t.Errorf("stderr after a killed client:\n%s", s)
+	}
+}
+
+// TestMCPApprovalsSetting: with approvals client (the default) a write in
+// mode ask is put to the person at a client that can elicit; with
+// out-of-band that client is never asked, the call parks in the store as
+// approval_required, and once a person approves it with airlock approve,
+// the model's repeat call runs. Ground truth is the workspace, the store
+// (airlock approvals) and whether the client's handler was called.
+func TestMCPApprovalsSetting(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		env       string // AIRLOCK_APPROVALS
+		wantAsked bool
+	}{
+		{"default", nil, "", true},
+		{"client", []string{"--approvals", "client"}, "", true},
+		{"out-of-band flag", []string{"--approvals", "out-of-band"}, "", false},
+		{"out-of-band variable", nil, "out-of-band", false},
+	} {
+		for _, version := range []string{rootsProtocol, ""} {
+			t.Run(tt.name+"/"+version, func(t *testing.T) {
+				t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // the approval key
+				t.Setenv("AIRLOCK_APPROVALS", tt.env)
+				ws := t.TempDir()
+				var asked atomic.Int64
+				copts := &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					asked.Add(1)
+					return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+				}}
+				cs := connectMCPWith(t, version, copts, nil, append([]string{"--workspace", ws, "--mode", "ask"}, tt.args...)...)
+				args := map[string]any{"path": "out.txt", "content": "approved\n"}
+				text, isErr := callText(t, cs, "write_file", args)
+				if got := asked.Load() > 0; got != tt.wantAsked {
+					t.Fatalf("the client was asked %d times; want asked: %v (result %q)", asked.Load(), tt.wantAsked, text)
+				}
+				if tt.wantAsked {
+					if got, err := os.ReadFile(filepath.Join(ws, "out.txt")); isErr || string(got) != "approved\n" {
+						t.Fatalf("approved through the client: %q (isError %v); file %q, %v", text, isErr, got, err)
+					}
+					return
+				}
+				if _, err := os.Stat(filepath.Join(ws, "out.txt")); !os.IsNotExist(err) {
+					t.Fatalf("out.txt before any approval: %v; want it absent", err)
+				}
+				pending := cliApprovals(t, ws)
+				if !isErr || !strings.Contains(text, "approval_required") || len(pending) != 1 || !strings.Contains(text, pending[0]) {
+					t.Fatalf("parked write: %q (isError %v); pending %q; want approval_required naming the one pending approval", text, isErr, pending)
+				}
+				var stderr strings.Builder
+				if code := run(context.Background(), []string{"approve", pending[0], "--workspace", ws}, strings.NewReader(""), io.Discard, &stderr); code != exitOK {
+					t.Fatalf("airlock approve %s: status %d: %s", pending[0], code, stderr.String())
+				}
+				text, isErr = callText(t, cs, "write_file", args)
+				if got, err := os.ReadFile(filepath.Join(ws, "out.txt")); isErr || string(got) != "approved\n" {
+					t.Fatalf("the repeat call after airlock approve: %q (isError %v); file %q, %v", text, isErr, got, err)
+				}
+				if left := cliApprovals(t, ws); len(left) != 0 {
+					t.Errorf("pending after the approved call ran: %q", left)
+				}
+				if asked.Load() != 0 {
+					t.Errorf("the client was asked %d times; want never", asked.Load())
+				}
+			})
+		}
+	}
+}
+
+// cliApprovals returns the ids `airlock approvals --json` lists as pending.
+func cliApprovals(t *testing.T, ws string) []string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	if code := run(context.Background(), []string{"approvals", "--json", "--workspace", ws}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("airlock approvals: status %d: %s", code, stderr.String())
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var a struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &a); err != nil || a.ID == "" {
+			t.Fatalf("airlock approvals --json line %q: %v", line, err)
+		}
+		ids = append(ids, a.ID)
+	}
+	return ids
+}
+
+// TestMCPApprovalsBadValue: a value of approvals other than client and
+// out-of-band is refused at start-up by both doors, from the flag or the
+// variable, with the code, what is wrong and what to pass instead.
+func TestMCPApprovalsBadValue(t *testing.T) {
+	ws := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"mcp flag", []string{"mcp", "--approvals", "never"}, ""},
+		{"mcp variable", []string{"mcp"}, "Client"},
+		{"serve flag", []string{"serve", "--addr", "127.0.0.1:0", "--approvals", "out-of-band "}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AIRLOCK_APPROVALS", tt.env)
+			// A door that took the value would serve until the timeout.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var stderr strings.Builder
+			code := run(ctx, append(tt.args, "--workspace", ws), strings.NewReader(""), io.Discard, &stderr)
+			if code != exitUsage {
+				t.Errorf("status %d, want %d (usage)", code, exitUsage)
+			}
+			for _, want := range []string{"invalid_setting: approvals", "Hint: pass --approvals client", "--approvals out-of-band"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr %q; want it to hold %q", stderr.String(), want)
+				}
+			}
+		})
 	}
 }

@@ -41,6 +41,10 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return misused(stderr, "mcp", err)
 	}
+	askClient, err := set.askClient()
+	if err != nil {
+		return misused(stderr, "mcp", err)
+	}
 	set.envelopes = true
 	warnEnvSecrets(stderr)
 	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
@@ -69,6 +73,11 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return recordDecision(e.db)(ctx, ss, id, approve, by)
 		}
 	}
+	if !askClient {
+		// Out-of-band: without Decide the door asks nobody, and every
+		// ask ends as approval_required for airlock approve.
+		opts.Decide = nil
+	}
 	// A client that is killed closes its end of stdout: the next write
 	// must fail with EPIPE, which ends the session like the end of its
 	// input, rather than kill airlock with SIGPIPE.
@@ -94,6 +103,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return misused(stderr, "serve", err)
 	}
+	askClient, err := set.askClient()
+	if err != nil {
+		return misused(stderr, "serve", err)
+	}
 	// An address others can reach without tokens is refused before
 	// anything is opened or printed.
 	if err := mcp.CheckExposure(set.Addr, set.Tokens); err != nil {
@@ -106,7 +119,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return refused(stderr, "serve", err)
 	}
 	defer e.Close()
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Decide: recordDecision(e.db), Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
+	if askClient { // out-of-band: no Decide, so nobody is asked (see runMCP)
+		opts.Decide = recordDecision(e.db)
+	}
 	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
 	handler, err := mcp.NewHTTPHandler(e.gate, opts, h)
 	if err != nil {
@@ -127,8 +143,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // recordDecision records the answer a person gave through MCP elicitation in
 // the store, where the gate's re-run of the call finds it. A client that
-// cannot elicit is never asked: the result names the approval for
-// `airlock approve`.
+// cannot elicit, or any client with approvals: out-of-band, is never asked:
+// the result names the approval for `airlock approve`.
 func recordDecision(db store.Approvals) func(context.Context, *sdk.ServerSession, string, bool, string) error {
 	return func(ctx context.Context, _ *sdk.ServerSession, id string, approve bool, by string) error {
 		_, err := db.DecideApproval(ctx, id, approve, by, time.Now())
