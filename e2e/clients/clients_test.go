@@ -222,6 +222,11 @@ type scenario struct {
 	// answers says the scenario needs an agent that can answer airlock's
 	// question headless (agent.answers).
 	answers bool
+	// hook gives an agent that can answer airlock's question headless its
+	// answering hook (answerScript), which approves.
+	hook bool
+	// airlockArgs are more flags for the door (airlock mcp or serve).
+	airlockArgs []string
 }
 
 // run is one agent's run through one door in one scenario.
@@ -234,10 +239,9 @@ type run struct {
 	env       []string // isolatedEnv(home) plus the token, for airlock's CLI
 	model     *scriptedModel
 	secret    string // in notes.txt, for the read
-	// question is where the answering hook keeps the question it got;
-	// approvedByCLI says the test approved with `airlock approve`.
-	question      string
-	approvedByCLI bool
+	// question is where the answering hook, when installed, keeps the
+	// question it got.
+	question string
 }
 
 // airlockCLI runs one airlock command on the run's workspace, as the
@@ -376,72 +380,119 @@ var scenarios = []scenario{
 			}
 			// Refused means decided: nothing is left for `airlock
 			// approve` to turn into a yes later.
-			out, err := r.airlockCLI("approvals", "--json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pending := strings.TrimSpace(out); pending != "" {
-				t.Errorf("airlock approvals after the refusal lists %s; want nothing pending", pending)
+			if pending, err := r.pending(); err != nil || len(pending) != 0 {
+				t.Errorf("airlock approvals after the refusal lists %q (%v); want nothing pending", pending, err)
 			}
 		},
 	},
 	{
-		// A person approves the write, and it runs. Claude Code's
-		// Elicitation hook answers airlock's question for the person
-		// (answerScript). Where airlock does not ask (a client on a
-		// protocol version that forbids a server's requests during a
-		// call), the call parks as approval_required, the test approves
-		// it with `airlock approve ID` before the model's next turn, as
-		// the person at the terminal would, and the model calls again.
+		// A person approves the write when asked, and it runs: Claude
+		// Code's Elicitation hook answers airlock's question for the
+		// person (answerScript), through either door.
 		name:    "approval-granted",
 		answers: true,
+		hook:    true,
+		steps: func(t *testing.T, r *run) []step {
+			return []step{{Tool: "write_file", Args: writeArgs}}
+		},
+		check: func(t *testing.T, r *run) {
+			checkWritten(t, r, r.result(t, 0))
+			question, err := os.ReadFile(r.question)
+			if err != nil {
+				t.Fatalf("nobody was asked: %v", err)
+			}
+			for _, want := range []string{"write_file", outFile} {
+				if !strings.Contains(string(question), want) {
+					t.Errorf("the question the person got, %s, does not name %q", question, want)
+				}
+			}
+		},
+	},
+	{
+		// With --approvals out-of-band airlock never asks the client,
+		// even one whose hook would approve: the write parks as
+		// approval_required, the test approves it with `airlock approve
+		// ID` before the model's next turn, as the person at the terminal
+		// would, and the model's repeat call runs. This is how a headless
+		// Codex gets a write approved.
+		name:        "approval-granted-out-of-band",
+		hook:        true,
+		airlockArgs: []string{"--approvals", "out-of-band"},
 		steps: func(t *testing.T, r *run) []step {
 			return []step{
 				{Tool: "write_file", Args: writeArgs},
 				{Tool: "write_file", Args: writeArgs, Before: func(results []toolResult) error {
 					first := results[len(results)-1].Text
-					if !strings.Contains(first, "approval_required") {
-						return errEndTurn // approved when asked: nothing to repeat
-					}
 					id := approvalID(first)
-					if id == "" {
-						return fmt.Errorf("the parked write's result names no pending approval: %q", first)
+					if !strings.Contains(first, "approval_required") || id == "" {
+						return fmt.Errorf("the write's result is not approval_required naming a pending approval: %q", first)
 					}
-					r.approvedByCLI = true
+					if _, err := os.Lstat(filepath.Join(r.workspace, outFile)); !errors.Is(err, os.ErrNotExist) {
+						return fmt.Errorf("%s before the approval: %v; want it absent", outFile, err)
+					}
+					if pending, err := r.pending(); err != nil || len(pending) != 1 || pending[0] != id {
+						return fmt.Errorf("airlock approvals lists %q (%v); want the parked write's approval %s alone", pending, err, id)
+					}
 					_, err := r.airlockCLI("approve", id)
 					return err
 				}},
 			}
 		},
 		check: func(t *testing.T, r *run) {
-			got, err := os.ReadFile(filepath.Join(r.workspace, outFile))
-			if err != nil || string(got) != outContent {
-				t.Errorf("%s after the approval: %q, %v; want %q", outFile, got, err, outContent)
+			if first := r.result(t, 0); !strings.Contains(first.Text, "approval_required") {
+				t.Errorf("the first write: the model got %q; want approval_required", first.Text)
 			}
-			if recs := r.audit(t); !hasRecord(recs, "write_file", "allow", "") {
-				t.Errorf("the audit log has no write_file that ran: %+v", recs)
-			}
-			last := r.result(t, 0)
-			if r.approvedByCLI {
-				t.Logf("airlock parked the call without asking; approved with airlock approve")
-				last = r.result(t, 1)
-			} else {
-				question, err := os.ReadFile(r.question)
-				if err != nil {
-					t.Fatalf("the write ran, but nobody was asked: %v", err)
+			checkWritten(t, r, r.result(t, 1))
+			if r.question != "" {
+				if q, err := os.ReadFile(r.question); err == nil {
+					t.Errorf("airlock asked the client under --approvals out-of-band: %s", q)
 				}
-				for _, want := range []string{"write_file", outFile} {
-					if !strings.Contains(string(question), want) {
-						t.Errorf("the question the person got, %s, does not name %q", question, want)
-					}
-				}
-				t.Logf("airlock asked; %s's Elicitation hook approved", r.agent.name)
-			}
-			if strings.Contains(last.Text, "approval_") || strings.Contains(last.Text, "error") {
-				t.Errorf("the approved write: the model got %q", last.Text)
 			}
 		},
 	},
+}
+
+// checkWritten checks an approved write: the file holds what the model
+// wrote, the audit log has the write that ran, the model got its result
+// and no approval is left pending.
+func checkWritten(t *testing.T, r *run, last toolResult) {
+	t.Helper()
+	got, err := os.ReadFile(filepath.Join(r.workspace, outFile))
+	if err != nil || string(got) != outContent {
+		t.Errorf("%s after the approval: %q, %v; want %q", outFile, got, err, outContent)
+	}
+	if recs := r.audit(t); !hasRecord(recs, "write_file", "allow", "") {
+		t.Errorf("the audit log has no write_file that ran: %+v", recs)
+	}
+	if strings.Contains(last.Text, "approval_") || strings.Contains(last.Text, "error") || !strings.Contains(last.Text, "wrote "+outFile) {
+		t.Errorf("the approved write: the model got %q", last.Text)
+	}
+	if pending, err := r.pending(); err != nil || len(pending) != 0 {
+		t.Errorf("airlock approvals after the write ran lists %q (%v); want nothing pending", pending, err)
+	}
+}
+
+// pending returns the ids of the approvals `airlock approvals --json`
+// lists as pending.
+func (r *run) pending() ([]string, error) {
+	out, err := r.airlockCLI("approvals", "--json")
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var a struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &a); err != nil || a.ID == "" {
+			return nil, fmt.Errorf("airlock approvals --json line %q: %v", line, err)
+		}
+		ids = append(ids, a.ID)
+	}
+	return ids, nil
 }
 
 // answerScript is the command Claude Code's Elicitation hook runs in the
@@ -490,7 +541,7 @@ func TestAgents(t *testing.T) {
 				t.Run(a.name+"/"+doorName+"/"+sc.name, func(t *testing.T) {
 					if sc.answers && !a.answers {
 						// Documented in README.md, "Add airlock to a client".
-						t.Skipf("%s has no setting that answers an MCP server's question headless: it declines every one, and airlock takes that as the person's refusal", a.name)
+						t.Skipf("%s has no setting that answers an MCP server's question headless: it declines every one, and airlock takes that as the person's refusal (approval-granted-out-of-band is its way)", a.name)
 					}
 					runScenario(t, a, bin, doorName, sc)
 				})
@@ -501,11 +552,11 @@ func TestAgents(t *testing.T) {
 }
 
 func runScenario(t *testing.T, a agent, bin, doorName string, sc scenario) {
-	r := newRun(t, a, bin, doorName)
+	r := newRun(t, a, bin, doorName, sc.airlockArgs)
 	r.model = startModel(t, sc.steps(t, r))
 	run := &agentRun{home: r.home, workspace: r.workspace, model: r.model, door: r.door,
 		prompt: "Use airlock's tools as the task needs, then say Done.", env: r.env[len(isolatedEnv(r.home)):]}
-	if sc.answers {
+	if sc.hook && a.answers {
 		dir := t.TempDir()
 		run.answer = filepath.Join(dir, "answer.sh")
 		r.question = filepath.Join(dir, "question.json")
@@ -544,14 +595,14 @@ func debugName(t *testing.T) string { return strings.ReplaceAll(t.Name(), "/", "
 
 // newRun makes the run's home and workspace and, for the HTTP door,
 // starts airlock serve on it.
-func newRun(t *testing.T, a agent, bin, doorName string) *run {
+func newRun(t *testing.T, a agent, bin, doorName string, airlockArgs []string) *run {
 	t.Helper()
 	r := &run{agent: a, airlock: bin, home: newHome(t), workspace: t.TempDir(), secret: "secret " + rand.Text()}
 	r.env = isolatedEnv(r.home)
 	if err := os.WriteFile(filepath.Join(r.workspace, notesFile), []byte(r.secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mcpArgs := []string{"--workspace", r.workspace, "--mode", "ask"}
+	mcpArgs := append([]string{"--workspace", r.workspace, "--mode", "ask"}, airlockArgs...)
 	switch doorName {
 	case "stdio":
 		r.door = door{name: doorName, command: bin, args: append([]string{"mcp"}, mcpArgs...)}
