@@ -67,6 +67,9 @@ func engineGet(t *testing.T, socket, path string, out any) {
 func TestContainersRemoved(t *testing.T) {
 	sb := requireEngine(t)
 	ctx := context.Background()
+	// Only containers this test's runs made count: one left by another
+	// process (a run killed mid-way) is not this test's leak.
+	before := airlockContainers(t, sb)
 	r, err := sb.Run(ctx, sandbox.Spec{Argv: []string{"echo", "hi"}})
 	if err != nil || string(r.Stdout) != "hi\n" {
 		t.Fatalf("Run: %v %q %q", err, r.Stdout, r.Stderr)
@@ -76,17 +79,30 @@ func TestContainersRemoved(t *testing.T) {
 	if err != nil || r.Killed != sandbox.KilledWall || !r.TimedOut {
 		t.Fatalf("sleep 600 under Wall 2s: %v %+v", err, r)
 	}
+	for n := range airlockContainers(t, sb) {
+		if !before[n] {
+			t.Errorf("container %s is still there after Run", n)
+		}
+	}
+}
+
+// airlockContainers names the engine's containers, running or not, that
+// the backend made.
+func airlockContainers(t *testing.T, sb *container.Sandbox) map[string]bool {
+	t.Helper()
 	var list []struct {
 		Names []string
 	}
 	engineGet(t, sb.Socket(), `/containers/json?all=1`, &list)
+	names := map[string]bool{}
 	for _, c := range list {
 		for _, n := range c.Names {
 			if strings.Contains(n, "airlock-") {
-				t.Errorf("container %s is still there after Run", n)
+				names[n] = true
 			}
 		}
 	}
+	return names
 }
 
 // Options.Runtime is checked, not trusted: Podman's compatible API takes
