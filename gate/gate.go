@@ -590,7 +590,11 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 		return nil, "allow"
 	}
 	for _, scope := range []store.Scope{store.ScopeSession, store.ScopeWorkspace} {
-		r, ok, err := g.opts.Approvals.UseRemembered(ctx, scope, c.Tool, g.scopeHash(c, args, scope), now)
+		h := g.scopeHash(c, args, scope)
+		if h == "" { // no such scope here (a gate with no workspace): nothing to look up
+			continue
+		}
+		r, ok, err := g.opts.Approvals.UseRemembered(ctx, scope, c.Tool, h, now)
 		if err != nil {
 			c.note = err.Error()
 			return internalError("the approvals store failed"), "error"
