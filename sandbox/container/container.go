@@ -304,6 +304,9 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		Id string
 	}
 	if err := s.c.do(ctx, "POST", "/containers/create", url.Values{"name": {name}}, body, &created); err != nil {
+		if ctx.Err() != nil {
+			return endedBeforeStart(), nil
+		}
 		return sandbox.Result{}, s.engineError("create the container", err)
 	}
 	id := created.Id
@@ -349,6 +352,15 @@ func (s *Sandbox) checkRuntime(ctx context.Context, id string, e *engine) error 
 	return nil
 }
 
+// endedBeforeStart is the result of a run whose ctx ended while the engine
+// was still creating or starting the container: as with any run, ctx
+// ending is the wall limit, whether or not the command got to start. A
+// loaded engine can take seconds to start a container, so a short
+// deadline can end there.
+func endedBeforeStart() sandbox.Result {
+	return sandbox.Result{ExitCode: 128 + int(syscall.SIGKILL), TimedOut: true, Killed: sandbox.KilledWall}
+}
+
 func (s *Sandbox) engineError(what string, err error) error {
 	if isStatus(err, 404) || isStatus(err, 400) {
 		return fmt.Errorf("container: %s: %w", what, err)
@@ -364,6 +376,9 @@ func (s *Sandbox) run(ctx context.Context, id string, spec *sandbox.Spec, lim sa
 	var res sandbox.Result
 	conn, br, err := s.c.attach(ctx, id)
 	if err != nil {
+		if ctx.Err() != nil {
+			return endedBeforeStart(), nil
+		}
 		return res, s.engineError("attach", err)
 	}
 	defer conn.Close()
@@ -398,6 +413,10 @@ func (s *Sandbox) run(ctx context.Context, id string, spec *sandbox.Spec, lim sa
 
 	start := time.Now()
 	if err := s.c.do(ctx, "POST", "/containers/"+id+"/start", nil, nil, nil); err != nil {
+		if ctx.Err() != nil {
+			// The deferred remove kills it if the engine started it after all.
+			return endedBeforeStart(), nil
+		}
 		return res, s.engineError("start the container", err)
 	}
 	go func() {

@@ -166,3 +166,66 @@ func BenchmarkRunTrue(b *testing.B) {
 		}
 	}
 }
+
+// TestCallerDeadlineDuringStart: a loaded engine can take longer to start
+// a container than the caller's deadline allows. That run ended at the
+// caller's wall, like any other: a timed-out result, not an engine error,
+// and the container is still removed. A fake engine that never answers
+// the start stands in for the slow one.
+func TestCallerDeadlineDuringStart(t *testing.T) {
+	dir := t.TempDir()
+	sock := dir + "/engine.sock"
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := make(chan string, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1.41/version", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"Components":[{"Name":"Engine"}]}`)
+	})
+	mux.HandleFunc("GET /v1.41/images/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{}`)
+	})
+	mux.HandleFunc("POST /v1.41/containers/create", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"Id":"c1"}`)
+	})
+	mux.HandleFunc("POST /v1.41/containers/c1/attach", func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		io.WriteString(conn, "HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+		<-r.Context().Done()
+		conn.Close()
+	})
+	mux.HandleFunc("POST /v1.41/containers/c1/start", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // the engine is too busy to answer in time
+	})
+	mux.HandleFunc("DELETE /v1.41/containers/c1", func(w http.ResponseWriter, r *http.Request) {
+		removed <- r.URL.Query().Get("force")
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	sb := container.New(&container.Options{Socket: sock, StateDir: dir + "/state", CgroupParent: "-", User: "65534:65534"})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r, err := sb.Run(ctx, sandbox.Spec{Argv: []string{"sleep", "600"}, Workspace: dir})
+	if err != nil {
+		t.Fatalf("a deadline that ends during the start is the wall limit, not an error: %v", err)
+	}
+	if !r.TimedOut || r.Killed != sandbox.KilledWall {
+		t.Errorf("want TimedOut and Killed wall, got %+v", r)
+	}
+	select {
+	case force := <-removed:
+		if force != "1" {
+			t.Errorf("the container was removed without force=1: %q", force)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the container that may have started was never removed")
+	}
+}
