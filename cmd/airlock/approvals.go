@@ -2,137 +2,30 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/user"
-	"path/filepath"
 	"time"
 
+	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/store"
-	"airlock.dev/airlock/store/sqlite"
-	"airlock.dev/airlock/store/storeurl"
 )
-
-// statePath is where a workspace's embedded store lives.
-func statePath(ws string) string { return filepath.Join(stateDir(ws), "state.db") }
 
 // openStore opens the store the settings name: --store's URL, else the
 // embedded SQLite file of the workspace they name.
 func openStore(s *settings) (store.Backend, error) {
-	if s.Store != "" {
-		return storeurl.Open(context.Background(), s.Store)
+	dir := ""
+	if s.Store == "" {
+		var err error
+		if dir, err = s.workspaceDir(""); err != nil {
+			return nil, err
+		}
 	}
-	dir, err := s.workspaceDir("")
-	if err != nil {
-		return nil, err
-	}
-	return openBackend(s, dir)
-}
-
-// openBackend opens --store's URL, else the embedded store of workspace
-// dir (.airlock/state.db).
-func openBackend(s *settings, dir string) (store.Backend, error) {
-	if s.Store != "" {
-		return storeurl.Open(context.Background(), s.Store)
-	}
-	if err := checkStateDir(dir); err != nil {
-		return nil, err
-	}
-	db, err := sqlite.Open(statePath(dir), nil)
-	if err != nil {
-		return nil, err
-	}
-	return db, nil
-}
-
-// approvalKeyFile is where, under the user's config directory, the key
-// approvals are keyed with lives: outside every workspace, so that a state
-// file shipped in one cannot hold approvals that match.
-const approvalKeyFile = "airlock/approval.key"
-
-// approvalKeySize is the size of the approval key, in bytes.
-const approvalKeySize = 32
-
-// approvalKey loads the approval key, creating it (approvalKeySize random
-// bytes, mode 0600) on first use. Processes that start together may all
-// find no key: each writes a whole key to a temporary file beside it and
-// links that into place. Only the first link succeeds; every other process
-// reads the key it put there. So no process ever reads a key file that is
-// not yet written, and no key that a process may already be using is ever
-// replaced (a rename would replace it: the last writer would win).
-func approvalKey() ([]byte, error) {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return nil, fmt.Errorf("approval key: no config directory (set XDG_CONFIG_HOME): %w", err)
-	}
-	path := filepath.Join(dir, approvalKeyFile)
-	key, err := readApprovalKey(path)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return key, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("approval key: %w", err)
-	}
-	if err := linkNewApprovalKey(path); err != nil {
-		return nil, err
-	}
-	return readApprovalKey(path)
-}
-
-// readApprovalKey reads the key at path; an error that wraps
-// fs.ErrNotExist when there is none.
-func readApprovalKey(path string) ([]byte, error) {
-	key, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, err
-	case err != nil:
-		return nil, fmt.Errorf("approval key: %w", err)
-	case len(key) != approvalKeySize:
-		return nil, fmt.Errorf("approval key %s: %d bytes, want %d; remove it to make a new one", path, len(key), approvalKeySize)
-	}
-	return key, nil
-}
-
-// linkNewApprovalKey writes a new key to a temporary file in path's
-// directory, makes it durable, and links it to path unless a key is there
-// already (another process won): either way path then holds a whole key.
-func linkNewApprovalKey(path string) error {
-	fail := func(err error) error {
-		return fmt.Errorf("approval key %s: %w; or make one yourself: head -c %d /dev/urandom > %s && chmod 600 %s",
-			path, err, approvalKeySize, path, path)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".approval.key.*") // mode 0600
-	if err != nil {
-		return fail(err)
-	}
-	defer os.Remove(tmp.Name())
-	key := make([]byte, approvalKeySize)
-	rand.Read(key)
-	_, werr := tmp.Write(key)
-	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
-		return fail(err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fail(err)
-	}
-	// The new name must survive a crash too, or a later start would make
-	// another key and every approval keyed with this one would be lost.
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fail(err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fail(err)
-	}
-	return nil
+	return runtime.OpenStore(context.Background(), s.Store, dir)
 }
 
 // notPending says what became of an approval that can no longer be

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/store/sqlite"
 )
@@ -67,7 +68,7 @@ func TestApprovalsAcrossProcesses(t *testing.T) {
 // what to do, never an empty state.
 func TestDecideSaysWhatBecameOfIt(t *testing.T) {
 	ws := t.TempDir()
-	db, err := sqlite.Open(statePath(ws), nil)
+	db, err := sqlite.Open(runtime.StatePath(ws), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,13 +43,6 @@ type settings struct {
 	// envelopes: the door's results go to a model (MCP), so untrusted
 	// results are wrapped in envelopes.
 	envelopes bool
-	// killSwitch: the door runs sessions that airlock kill may stop
-	// (the agent loop), so the gate reads the kill flags at every call.
-	killSwitch bool
-	// proxy is the egress proxy run_command's commands reach with
-	// command_network: proxy; started once, it lives as long as the
-	// process.
-	proxy *egressProxy
 }
 
 // DefaultAddr is where airlock serve listens unless told otherwise.
@@ -116,14 +109,6 @@ func (s *settings) askClient() (bool, error) {
 	}
 	return false, fmt.Errorf("invalid_setting: approvals %q is neither %s nor %s. Hint: pass --approvals %s to ask the person through the client, or --approvals %s to decide each call with airlock approve",
 		s.Approvals, ApprovalsClient, ApprovalsOutOfBand, ApprovalsClient, ApprovalsOutOfBand)
-}
-
-// sandboxName is the configured sandbox backend, DefaultSandbox when none.
-func (s *settings) sandboxName() string {
-	if s.Sandbox == "" {
-		return DefaultSandbox
-	}
-	return s.Sandbox
 }
 
 // settingFlags registers the shared flags on fs; resolve then combines

@@ -6,6 +6,7 @@ import (
 
 	"airlock.dev/airlock/cmd/airlock/internal/execcmd"
 	"airlock.dev/airlock/egress"
+	"airlock.dev/airlock/runtime"
 )
 
 // exitSandbox is airlock exec's own failure status.
@@ -14,7 +15,7 @@ const exitSandbox = execcmd.ExitSandbox
 // runExec is airlock exec with the egress proxy, which the fast path
 // (package fastexec) leaves to it.
 func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return execcmd.Run(ctx, args, stdin, stdout, stderr, &execcmd.Options{Proxy: execProxy, NewSandbox: newSandbox})
+	return execcmd.Run(ctx, args, stdin, stdout, stderr, &execcmd.Options{Proxy: execProxy, NewSandbox: runtime.NewSandbox})
 }
 
 // execProxy starts an egress proxy under the default egress policy, with
@@ -30,9 +31,9 @@ func execProxy(resolve []string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	p, err := startEgressProxy(client)
+	p, err := runtime.StartEgressProxy(client)
 	if err != nil {
 		return "", nil, err
 	}
-	return p.socket, func() { p.Close() }, nil
+	return p.Socket, func() { p.Close() }, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"airlock.dev/airlock/plural"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"airlock.dev/airlock/plural"
 
 	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/tool"

@@ -1,133 +1,62 @@
 package main
 
 import (
-	"airlock.dev/airlock/plural"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"airlock.dev/airlock/plural"
+	"airlock.dev/airlock/runtime"
 
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/gate"
-	"airlock.dev/airlock/ledger"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/redact"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
-	"airlock.dev/airlock/tools"
 	"airlock.dev/airlock/workspace"
 )
 
-// env is a gate with what it was built from, ready for calls.
-type env struct {
-	gate *gate.Gate
-	ws   *workspace.Workspace
-	log  *audit.Log
-	db   store.Backend
-	// proxy serves run_command's egress (command_network: proxy).
-	proxy *egressProxy
-}
-
-func (e *env) Close() error {
-	var perr error
-	if e.proxy != nil {
-		perr = e.proxy.Close()
-	}
-	return errors.Join(e.log.Close(), e.db.Close(), e.ws.Close(), perr)
-}
-
-// registry holds the built-in tools: calculate, the file tools on ws,
-// web_fetch under the default egress policy, and faq_lookup when an index
-// is configured.
-func registry(s *settings, ws *workspace.Workspace) (*tool.Registry, error) {
-	reg, _, err := registryWith(s, ws, nil)
-	return reg, err
-}
-
-// registryWith is registry with web_fetch's egress options (nil means the
-// defaults); it also returns the egress client, whose Check is the gate's
-// URL guard.
-func registryWith(s *settings, ws *workspace.Workspace, eg *egress.Options) (*tool.Registry, *egress.Client, error) {
-	if s.Credentials != "" {
-		creds, err := egress.LoadCredentials(s.Credentials, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		o := egress.Options{}
-		if eg != nil {
-			o = *eg
-		}
-		o.Credentials = creds
-		eg = &o
-	}
-	fetcher, err := egress.NewClient(eg)
+// runtimeConfig is the runtime the settings describe, on the workspace
+// they decide (firstRoot is the MCP client's first root, if any, for an
+// implicit workspace), with web_fetch's egress options eg (nil means the
+// defaults).
+func runtimeConfig(s *settings, firstRoot string, eg *egress.Options) (*runtime.Config, error) {
+	dir, err := s.workspaceDir(firstRoot)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	reg := tool.NewRegistry()
-	var cmdOpts tools.RunCommandOptions
-	switch s.CommandNetwork {
-	case "", "none":
-	case "proxy":
-		// One proxy per process, for as long as it runs: the same egress
-		// policy as web_fetch's, for commands.
-		if s.proxy == nil {
-			if s.proxy, err = startEgressProxy(fetcher); err != nil {
-				return nil, nil, err
-			}
-		}
-		cmdOpts.Proxy = s.proxy.socket
-	default:
-		return nil, nil, fmt.Errorf("command_network %q: want none or proxy", s.CommandNetwork)
+	lease, err := ledgerLease()
+	if err != nil {
+		return nil, err
 	}
-	list := append([]tool.Tool{tools.Calculate(), tools.WebFetch(fetcher),
-		tools.RunCommand(&lazySandbox{name: s.sandboxName()}, ws.Dir(), &cmdOpts)}, tools.FileTools(ws)...)
-	if s.FAQ != "" {
-		faq, err := tools.LoadFAQ(s.FAQ)
-		if err != nil {
-			return nil, nil, err
-		}
-		list = append(list, faq)
-	}
-	for _, t := range list {
-		if err := reg.Register(t); err != nil {
-			return nil, nil, err
-		}
-	}
-	return reg, fetcher, nil
+	return &runtime.Config{Workspace: dir, Policy: s.Policy, Store: s.Store, Sandbox: s.Sandbox,
+		CommandNetwork: s.CommandNetwork, Credentials: s.Credentials, FAQ: s.FAQ,
+		Envelopes: s.envelopes, Egress: eg, LedgerLease: lease}, nil
 }
 
-// auditRedactor masks what an audit entry's free text (its note: a
-// tool's fault, a ledger's message) may carry; the entry holds no
-// contents, only sizes and hashes.
-var auditRedactor = sync.OnceValue(func() *redact.Redactor {
-	rd, err := redact.New(nil)
+// openRuntime opens the runtime the settings describe (see runtimeConfig).
+func openRuntime(ctx context.Context, s *settings, firstRoot string, eg *egress.Options) (*runtime.Runtime, error) {
+	cfg, err := runtimeConfig(s, firstRoot, eg)
 	if err != nil {
-		panic("the embedded redaction rules are broken: " + err.Error()) // a test rules it out
+		return nil, err
 	}
-	return rd
-})
-
-func redactEntry(e *audit.Entry) {
-	e.Note, _ = auditRedactor().RedactString(e.Note)
+	return runtime.Open(ctx, cfg)
 }
 
 // warnEnvSecrets says which of airlock's own environment variables hold
 // secrets: they never reach a sandboxed command (its environment is an
 // allowlist), but whoever runs airlock should know they are there.
 func warnEnvSecrets(stderr io.Writer) {
-	for _, f := range auditRedactor().ScanEnv(os.Environ()) {
+	for _, f := range runtime.DefaultRedactor().ScanEnv(os.Environ()) {
 		fmt.Fprintf(stderr, "airlock: warning: $%s holds what looks like a secret (%s); it is kept out of every sandbox and result\n", f.Name, f.Kind)
 	}
 }
@@ -135,13 +64,8 @@ func warnEnvSecrets(stderr io.Writer) {
 // serverLog is the MCP doors' log: warnings and errors to stderr, with
 // every message and string attribute redacted.
 func serverLog(stderr io.Writer) *slog.Logger {
-	return slog.New(redact.NewHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), auditRedactor()))
+	return slog.New(redact.NewHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), runtime.DefaultRedactor()))
 }
-
-// AuditLockWait is how long a command waits for another airlock process
-// on the same workspace to let go of its audit log: the log has one
-// writer at a time, so that its hash chain never forks.
-const AuditLockWait = 30 * time.Second
 
 // ledgerLease is the ledger's lease: AIRLOCK_LEDGER_LEASE (a duration
 // such as 30s) or ledger.DefaultLease. How long a crashed process's call
@@ -156,114 +80,6 @@ func ledgerLease() (time.Duration, error) {
 		return 0, fmt.Errorf("AIRLOCK_LEDGER_LEASE=%q: want a duration of at least 1s, such as 30s", v)
 	}
 	return d, nil
-}
-
-// stateDir returns airlock's state directory inside a workspace.
-func stateDir(ws string) string { return filepath.Join(ws, workspace.StateDir) }
-
-// checkStateDir refuses a .airlock that is not a plain directory of this
-// user's: a symlink would send the audit log and the store elsewhere, and
-// a repository could ship one.
-func checkStateDir(ws string) error {
-	fi, err := os.Lstat(stateDir(ws))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory (a symlink?); airlock keeps its state there: remove it", stateDir(ws))
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to another user; airlock keeps its state there: remove it", stateDir(ws))
-	}
-	return nil
-}
-
-// auditPath is where a workspace's audit log lives.
-func auditPath(ws string) string { return filepath.Join(stateDir(ws), "audit.jsonl") }
-
-// openEnv builds the gate: the workspace, the policy, the audit log and
-// the registry of built-in tools. firstRoot is the MCP client's first
-// root, if any, for an implicit workspace.
-func openEnv(s *settings, firstRoot string) (*env, error) {
-	return openEnvWith(s, firstRoot, nil)
-}
-
-// openEnvWith is openEnv with web_fetch's egress options; nil means the
-// defaults.
-func openEnvWith(s *settings, firstRoot string, eg *egress.Options) (*env, error) {
-	dir, err := s.workspaceDir(firstRoot)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := workspace.Open(dir, nil)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	if err := checkStateDir(ws.Dir()); err != nil {
-		ws.Close()
-		return nil, err
-	}
-	pol := policy.Default()
-	if s.Policy != "" {
-		if pol, err = policy.Load(s.Policy); err != nil {
-			ws.Close()
-			return nil, err
-		}
-	}
-	reg, fetcher, err := registryWith(s, ws, eg)
-	if err != nil {
-		ws.Close()
-		return nil, err
-	}
-	log, err := audit.Open(auditPath(ws.Dir()), &audit.Options{LockWait: AuditLockWait, Redact: redactEntry})
-	if err != nil {
-		ws.Close()
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
-	db, err := openBackend(s, ws.Dir())
-	if err != nil {
-		log.Close()
-		ws.Close()
-		return nil, fmt.Errorf("state: %w", err)
-	}
-	e := &env{ws: ws, log: log, db: db, proxy: s.proxy}
-	if _, err := db.Prune(context.Background(), time.Now()); err != nil {
-		e.Close()
-		return nil, err
-	}
-	key, err := approvalKey()
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	lease, err := ledgerLease()
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	led, err := ledger.New(db, &ledger.Options{Lease: lease})
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	allow := pol.RedactAllow()
-	rd, err := redact.New(&redact.Options{Allow: redact.Allowlist{Values: allow.Values, Patterns: allow.Patterns}})
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	var sessions store.Sessions
-	if s.killSwitch {
-		sessions = db
-	}
-	e.gate, err = gate.New(reg, &gate.Options{Sessions: sessions, Policy: pol, Ledger: led, Redactor: rd, Secrets: fetcher.InjectedValues(), Envelopes: s.envelopes, OnFlagged: gate.FlagAction(pol.OnFlagged()), Commands: pol.Commands(), Egress: fetcher, Workspace: ws, Audit: log, Approvals: db, ApprovalKey: key})
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	return e, nil
 }
 
 // checkLine is one line of airlock check's output.
@@ -300,14 +116,14 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return misused(stderr, "check", err)
 	}
-	e, err := openEnvWith(set, "", egressOptions(pins))
+	e, err := openRuntime(ctx, set, "", egressOptions(pins))
 	if err != nil {
 		return refused(stderr, "check", err)
 	}
 	defer e.Close()
 
 	err = answerLines(ctx, stdin, stdout, MaxProposalLine, func(line []byte, tooLong bool) any {
-		return checkOne(ctx, e.gate, set, line, tooLong)
+		return checkOne(ctx, e.Gate, set, line, tooLong)
 	})
 	if err != nil {
 		return refused(stderr, "check", err)
@@ -391,7 +207,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return misused(stderr, "call", err)
 	}
-	e, err := openEnvWith(set, "", egressOptions(pins))
+	e, err := openRuntime(ctx, set, "", egressOptions(pins))
 	if err != nil {
 		return refused(stderr, "call", err)
 	}
@@ -401,7 +217,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		Session: *session, Role: set.Role, Mode: set.Mode, IdempotencyKey: *idemKey}
 	var res tool.Result
 	if *session != "" && *idemKey == "" {
-		call.Step, err = nextStep(ctx, e.db, *session)
+		call.Step, err = nextStep(ctx, e.Store, *session)
 	}
 	switch {
 	case errors.Is(err, store.ErrKilled):
@@ -410,7 +226,7 @@ func runCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case err != nil:
 		return refused(stderr, "call", fmt.Errorf("taking the session's next step: %w", err))
 	default:
-		res = e.gate.Call(ctx, call)
+		res = e.Gate.Call(ctx, call)
 	}
 	if *asJSON {
 		line, _ := json.Marshal(callOutput{OK: res.Error == nil, Content: res.Content, Error: res.Error,

@@ -20,6 +20,7 @@ import (
 
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/mcp"
+	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/store"
 )
 
@@ -50,12 +51,12 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
 	var g *gate.Gate
 	if set.explicitWorkspace {
-		e, err := openEnv(set, "")
+		e, err := openRuntime(ctx, set, "", nil)
 		if err != nil {
 			return refused(stderr, "mcp", err)
 		}
 		defer e.Close()
-		g, opts.Decide = e.gate, recordDecision(e.db)
+		g, opts.Decide = e.Gate, recordDecision(e.Store)
 	} else {
 		// The workspace is the client's first root, known once it has
 		// connected: calls wait for it, and only the listing is ready now.
@@ -70,7 +71,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			if err != nil {
 				return err
 			}
-			return recordDecision(e.db)(ctx, ss, id, approve, by)
+			return recordDecision(e.Store)(ctx, ss, id, approve, by)
 		}
 	}
 	if !askClient {
@@ -114,17 +115,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	set.envelopes = true
 	warnEnvSecrets(stderr)
-	e, err := openEnv(set, "")
+	e, err := openRuntime(ctx, set, "", nil)
 	if err != nil {
 		return refused(stderr, "serve", err)
 	}
 	defer e.Close()
 	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
 	if askClient { // out-of-band: no Decide, so nobody is asked (see runMCP)
-		opts.Decide = recordDecision(e.db)
+		opts.Decide = recordDecision(e.Store)
 	}
 	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
-	handler, err := mcp.NewHTTPHandler(e.gate, opts, h)
+	handler, err := mcp.NewHTTPHandler(e.Gate, opts, h)
 	if err != nil {
 		return misused(stderr, "serve", err)
 	}
@@ -134,7 +135,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return refused(stderr, "serve", err)
 	}
-	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", ln.Addr(), e.ws.Dir())
+	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", ln.Addr(), e.Workspace.Dir())
 	if err := mcp.Serve(ctx, ln, handler, h); err != nil && !errors.Is(err, context.Canceled) {
 		return refused(stderr, "serve", err)
 	}
@@ -159,11 +160,11 @@ func recordDecision(db store.Approvals) func(context.Context, *sdk.ServerSession
 type rootsEnv struct {
 	set  *settings
 	once sync.Once
-	e    *env
+	e    *runtime.Runtime
 	err  error
 }
 
-func (r *rootsEnv) env(ctx context.Context, ss *sdk.ServerSession) (*env, error) {
+func (r *rootsEnv) env(ctx context.Context, ss *sdk.ServerSession) (*runtime.Runtime, error) {
 	r.once.Do(func() {
 		root := ""
 		if ss != nil {
@@ -173,7 +174,7 @@ func (r *rootsEnv) env(ctx context.Context, ss *sdk.ServerSession) (*env, error)
 				}
 			}
 		}
-		r.e, r.err = openEnv(r.set, root)
+		r.e, r.err = openRuntime(ctx, r.set, root, nil)
 	})
 	return r.e, r.err
 }
@@ -183,7 +184,7 @@ func (r *rootsEnv) gate(ctx context.Context, ss *sdk.ServerSession) (*gate.Gate,
 	if err != nil {
 		return nil, err
 	}
-	return e.gate, nil
+	return e.Gate, nil
 }
 
 func (r *rootsEnv) Close() error {
@@ -196,7 +197,8 @@ func (r *rootsEnv) Close() error {
 // listingGate has the same tools as a session's gate, to list them before
 // the workspace is known; it runs nothing.
 func listingGate(set *settings) (*gate.Gate, error) {
-	reg, err := registry(set, nil)
+	// No command network: the listing runs no command, so it needs no proxy.
+	reg, _, _, err := runtime.Registry(&runtime.Config{Sandbox: set.Sandbox, Credentials: set.Credentials, FAQ: set.FAQ}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"airlock.dev/airlock/plural"
 	"bufio"
 	"context"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"airlock.dev/airlock/plural"
 
 	"airlock.dev/airlock/agent"
 	"airlock.dev/airlock/model"
@@ -139,21 +140,21 @@ func (f *runFlags) drive(ctx context.Context, fs *flag.FlagSet, name string, std
 			return misused(stderr, name, err)
 		}
 	}
-	set.envelopes, set.killSwitch = true, true
-	e, err := openEnv(set, "")
+	set.envelopes = true
+	e, err := openRuntime(ctx, set, "", nil)
 	if err != nil {
 		return refused(stderr, name, err)
 	}
 	defer e.Close()
 	if setup != nil {
-		if err := setup(ctx, e.db); err != nil {
+		if err := setup(ctx, e.Store); err != nil {
 			return refused(stderr, name, err)
 		}
 		if opts, err = f.options(); err != nil {
 			return misused(stderr, name, err)
 		}
 	}
-	opts.Gate, opts.Sessions, opts.Runs, opts.Approvals = e.gate, e.db, e.db, e.db
+	opts.Gate, opts.Sessions, opts.Runs, opts.Approvals = e.Gate, e.Store, e.Store, e.Store
 	opts.Role, opts.Mode, opts.Decider = set.Role, set.Mode, decider()
 	tty := isTerminal(stdin) && isTerminal(stderr)
 	if tty {

@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ const keyHelperEnv = "AIRLOCK_TEST_KEY_HELPER"
 func keyHelper(dir string) int {
 	os.Setenv("XDG_CONFIG_HOME", dir)
 	io.Copy(io.Discard, os.Stdin) // the start signal: the parent closes every pipe at once
-	key, err := approvalKey()
+	key, err := LoadApprovalKey("")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -37,7 +37,7 @@ func keyHelper(dir string) int {
 // 32 bytes, mode 0600; it returns the key in hex.
 func checkKeyFile(t *testing.T, config string) string {
 	t.Helper()
-	path := filepath.Join(config, approvalKeyFile)
+	path := filepath.Join(config, ApprovalKeyFile)
 	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestApprovalKeyConcurrentCalls(t *testing.T) {
 		for i := range callers {
 			wg.Go(func() {
 				<-start
-				key, err := approvalKey()
+				key, err := LoadApprovalKey("")
 				if err != nil {
 					t.Errorf("round %d, caller %d: %v", round, i, err)
 					return
@@ -149,14 +149,14 @@ func TestApprovalKeyConcurrentCalls(t *testing.T) {
 func TestApprovalKeyRefusesAShortFile(t *testing.T) {
 	config := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", config)
-	path := filepath.Join(config, approvalKeyFile)
+	path := filepath.Join(config, ApprovalKeyFile)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := approvalKey(); err == nil || !strings.Contains(err.Error(), "0 bytes") || !strings.Contains(err.Error(), "remove it") {
+	if _, err := LoadApprovalKey(""); err == nil || !strings.Contains(err.Error(), "0 bytes") || !strings.Contains(err.Error(), "remove it") {
 		t.Fatalf("approvalKey with an empty key file: %v", err)
 	}
 	if body, _ := os.ReadFile(path); len(body) != 0 {

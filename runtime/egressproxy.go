@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"context"
@@ -10,19 +10,19 @@ import (
 	"airlock.dev/airlock/egress"
 )
 
-// egressProxy is an egress proxy serving sandboxed commands on a unix
+// EgressProxy is an egress proxy serving sandboxed commands on a unix
 // socket in a directory of its own: the one egress policy (egress.Client)
 // that web_fetch uses applies to their traffic too.
-type egressProxy struct {
-	socket string
+type EgressProxy struct {
+	// Socket is the proxy's unix socket (mode 0600, in a 0700 directory).
+	Socket string
 	stop   context.CancelFunc
 	dir    string
 	done   chan struct{}
 }
 
-// startEgressProxy serves c's policy on a new unix socket (mode 0600, in a
-// 0700 directory) until Close.
-func startEgressProxy(c *egress.Client) (*egressProxy, error) {
+// StartEgressProxy serves c's policy on a new unix socket until Close.
+func StartEgressProxy(c *egress.Client) (*EgressProxy, error) {
 	dir, err := os.MkdirTemp("", "airlock-egress-")
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
@@ -35,7 +35,7 @@ func startEgressProxy(c *egress.Client) (*egressProxy, error) {
 	}
 	os.Chmod(sock, 0o600)
 	ctx, stop := context.WithCancel(context.Background())
-	p := &egressProxy{socket: sock, stop: stop, dir: dir, done: make(chan struct{})}
+	p := &EgressProxy{Socket: sock, stop: stop, dir: dir, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		egress.NewProxy(c).Serve(ctx, l)
@@ -44,7 +44,7 @@ func startEgressProxy(c *egress.Client) (*egressProxy, error) {
 }
 
 // Close stops the proxy and removes its socket.
-func (p *egressProxy) Close() error {
+func (p *EgressProxy) Close() error {
 	p.stop()
 	<-p.done
 	return os.RemoveAll(p.dir)
