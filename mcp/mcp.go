@@ -52,6 +52,20 @@ import (
 // 2026-07-28) before the call is left pending.
 const DefaultApprovalTimeout = 5 * time.Minute
 
+// The concurrency limits of one server: past them a call is answered at
+// once with the busy code, never queued, so that a client that floods a
+// server cannot make it hold unbounded work or memory. Each replica
+// counts its own.
+const (
+	// DefaultMaxCalls bounds the calls running at once, all sessions
+	// together.
+	DefaultMaxCalls = 64
+	// DefaultMaxSessionCalls bounds the calls of one session running at
+	// once: a model's parallel tool calls fit, a runaway loop does not
+	// crowd out other sessions.
+	DefaultMaxSessionCalls = 8
+)
+
 // Meta keys airlock sets in the _meta of every tool result, so that a
 // client can refer to the call (in an approval, in the audit log).
 const (
@@ -89,6 +103,10 @@ type Options struct {
 	// client asks and calls again, within the approval's lifetime); zero
 	// means DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// MaxCalls and MaxSessionCalls bound the calls running at once, in
+	// all and per session; zero means DefaultMaxCalls and
+	// DefaultMaxSessionCalls.
+	MaxCalls, MaxSessionCalls int
 	// MaxMessageBytes bounds one inbound stdio line; zero means
 	// DefaultMaxMessageBytes.
 	MaxMessageBytes int
@@ -121,6 +139,12 @@ func (opts *Options) withDefaults() Options {
 	}
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxCalls <= 0 {
+		o.MaxCalls = DefaultMaxCalls
+	}
+	if o.MaxSessionCalls <= 0 {
+		o.MaxSessionCalls = DefaultMaxSessionCalls
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -158,6 +182,8 @@ type server struct {
 	// same step) does not. A session's counter goes when the session
 	// ends, so that the map holds only live sessions.
 	steps sync.Map // session id -> *atomic.Int64
+	// running counts the calls running now: in all, and per session.
+	running busy
 }
 
 // nextStep returns the session's next step, from 1.
@@ -280,6 +306,11 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 			Message: "the caller's role could not be established from its token",
 			Hint:    "Tell the operator: the MCP server is misconfigured"}}), nil
 	}
+	session := s.sessionID(req.Session)
+	if !s.running.enter(session, s.opts.MaxCalls, s.opts.MaxSessionCalls) {
+		return errorResult(tool.Result{Decision: "deny", Session: session, Error: busyError(s.opts.MaxCalls, s.opts.MaxSessionCalls)}), nil
+	}
+	defer s.running.leave(session)
 	g := s.gate
 	if s.opts.GateFor != nil {
 		var err error
@@ -291,7 +322,6 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if req.Params.RequestState != "" || req.Params.InputResponses != nil {
 		return s.answered(ctx, g, req, args, who), nil
 	}
-	session := s.sessionID(req.Session)
 	call := tool.Call{
 		Tool:    req.Params.Name,
 		Args:    args,

@@ -20,17 +20,7 @@ func TestCallGateNeverWaitsForAWorker(t *testing.T) {
 	const calls = 2 * gateWorkers
 	var started atomic.Int32
 	release := make(chan struct{})
-	reg := tool.NewRegistry()
-	reg.Register(tool.Tool{
-		Name: "block", Description: "waits until released",
-		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
-		Risk:   tool.RiskLow, Effect: tool.EffectRead,
-		Run: func(ctx context.Context, c *tool.Call) (tool.Result, error) {
-			started.Add(1)
-			<-release
-			return tool.Result{Content: "done"}, nil
-		},
-	})
+	reg := blockingTools(&started, release)
 	g, err := gate.New(reg, &gate.Options{Policy: policy.Default()})
 	if err != nil {
 		t.Fatal(err)
@@ -56,4 +46,24 @@ func TestCallGateNeverWaitsForAWorker(t *testing.T) {
 			t.Errorf("call %d: %+v", i, res)
 		}
 	}
+}
+
+// blockingTools holds the tool "block", which counts itself started and
+// returns "done" once release is closed (or its call ends).
+func blockingTools(started *atomic.Int32, release chan struct{}) *tool.Registry {
+	reg := tool.NewRegistry()
+	reg.Register(tool.Tool{
+		Name: "block", Description: "waits until released",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		Risk:   tool.RiskLow, Effect: tool.EffectRead,
+		Run: func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			started.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return tool.Result{Content: "done"}, nil
+		},
+	})
+	return reg
 }

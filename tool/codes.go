@@ -43,6 +43,9 @@ const (
 
 	// The loop's kill switch.
 	CodeKilled Code = "killed" // the session, or every session, was killed (airlock kill); nothing ran
+
+	// A door's own limits.
+	CodeBusy Code = "busy" // the door already runs as many calls as it may, for this session or in all; nothing ran
 )
 
 // The codes of the egress guard (egress_denied, egress_invalid_url, ...)
