@@ -1,0 +1,205 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"airlock.dev/airlock/command"
+	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/tool"
+	"airlock.dev/airlock/workspace"
+)
+
+func (g *Gate) decode(_ context.Context, c *call) (*tool.Error, string) {
+	e, ok := g.tools[c.Tool]
+	if !ok {
+		return &tool.Error{Code: tool.CodeUnknownTool, Message: fmt.Sprintf("there is no tool named %q", truncate(c.Tool, 64)),
+			Hint: "Call one of the tools listed for this session"}, "deny"
+	}
+	c.entry = e
+	return nil, "pass"
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func (g *Gate) validate(_ context.Context, c *call) (*tool.Error, string) {
+	args, err := c.entry.schema.Decode(c.Args)
+	if err != nil {
+		return err, "deny"
+	}
+	c.args = plainNumbers(args).(map[string]any)
+	return nil, "pass"
+}
+
+// plainNumbers turns the validated arguments' json.Number values into
+// int64 where they are integers, else float64, the types policy rules
+// compare.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func (g *Gate) authorize(ctx context.Context, c *call) (*tool.Error, string) {
+	t := c.entry.tool
+	d := g.opts.Policy.Decide(ctx, policy.Input{
+		Tool: t.Name, Risk: t.Risk, Effect: t.Effect,
+		Role: c.Role, Mode: c.Mode, Session: c.Session, Args: c.args,
+	})
+	c.verdict = d
+	switch d.Action {
+	case policy.Allow:
+		return nil, "allow"
+	case policy.Ask:
+		return nil, "ask" // the approval stage ends it, after the guards have had their say
+	}
+	return decisionError(d), "deny"
+}
+
+func decisionError(d policy.Decision) *tool.Error {
+	code := d.Code
+	if code == "" {
+		code = tool.CodeDenied
+	}
+	return &tool.Error{Code: code, Message: d.Reason, Hint: d.Hint}
+}
+
+// GitWriteRule names the guard that asks before writes into .git/, in
+// every mode: a repository's hooks and config run code.
+const GitWriteRule = "git-write-asks"
+
+func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
+	t := c.entry.tool
+	for _, name := range t.PathArgs {
+		p, ok := c.args[name].(string)
+		if !ok {
+			continue // optional and absent: the schema decided it may be
+		}
+		canon, end := g.inWorkspace(p, (*workspace.Workspace).Resolve)
+		if end != nil {
+			return end, "deny"
+		}
+		c.paths = append(c.paths, canon)
+		if t.Effect == tool.EffectWrite && workspace.IsGitPath(canon) && c.verdict.Action == policy.Allow {
+			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: GitWriteRule,
+				Reason: fmt.Sprintf("writing %s changes the repository's own files (hooks and config run code)", canon),
+				Hint:   "A person must approve writes into .git/; write elsewhere, or ask for approval"}
+		}
+	}
+	for _, name := range t.GlobArgs {
+		if p, ok := c.args[name].(string); ok {
+			if _, end := g.inWorkspace(p, (*workspace.Workspace).CheckGlob); end != nil {
+				return end, "deny"
+			}
+		}
+	}
+	if t.CommandArg != "" {
+		if end := g.commandGuard(c); end != nil {
+			return end, "deny"
+		}
+	}
+	for _, name := range t.URLArgs {
+		if end := g.urlGuard(ctx, c, name); end != nil {
+			return end, "deny"
+		}
+	}
+	if c.verdict.Action == policy.Ask {
+		return nil, "ask"
+	}
+	return nil, "pass"
+}
+
+// inWorkspace judges a path or glob pattern argument with judge
+// (Resolve or CheckGlob), the workspace's own judgment, which the tool's
+// executor meets again. A refusal is the workspace's; with no workspace,
+// or an error that is not a refusal, it is path_outside_workspace.
+func (g *Gate) inWorkspace(arg string, judge func(*workspace.Workspace, string) (string, error)) (string, *tool.Error) {
+	if g.opts.Workspace == nil {
+		return "", &tool.Error{Code: tool.CodePathOutside, Message: "no workspace is configured for file tools",
+			Hint: "Start airlock with --workspace DIR"}
+	}
+	out, err := judge(g.opts.Workspace, arg)
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) {
+			return "", te
+		}
+		return "", &tool.Error{Code: tool.CodePathOutside, Message: "the path could not be resolved inside the workspace",
+			Hint: "Use a relative path inside the workspace"}
+	}
+	return out, nil
+}
+
+// URLRule names the egress guard's refusals.
+const URLRule = "egress"
+
+// urlGuard checks one URL argument against the egress policy as written
+// (scheme, port, host, an IP literal as an address). It resolves nothing:
+// the call may not run at all. The client resolves the host and checks
+// every address when the call runs, at dial time.
+func (g *Gate) urlGuard(ctx context.Context, c *call, name string) *tool.Error {
+	u, ok := c.args[name].(string)
+	if !ok {
+		return nil // optional and absent: the schema decided it may be
+	}
+	var end *tool.Error
+	if g.opts.Egress == nil {
+		end = &tool.Error{Code: tool.CodeDenied, Message: "no egress policy is configured, so no URL may be fetched",
+			Hint: "Start airlock with its egress policy"}
+	} else if err := g.opts.Egress.Check(ctx, u); err != nil {
+		if !errors.As(err, &end) {
+			end = &tool.Error{Code: tool.CodeDenied, Message: "the URL could not be checked", Hint: "Give a plain public http or https URL"}
+		}
+	}
+	if end != nil {
+		c.verdict = policy.Decision{Action: policy.Deny, Code: end.Code, Rule: URLRule, Reason: end.Message, Hint: end.Hint}
+	}
+	return end
+}
+
+// commandGuard judges a command line on its syntax tree. Its deny or ask
+// stands; its allow leaves the call to the mode, so that run_command asks
+// in ask mode and runs in auto-edit and auto.
+func (g *Gate) commandGuard(c *call) *tool.Error {
+	line, _ := c.args[c.entry.tool.CommandArg].(string)
+	d := g.opts.Commands.Check(line, nil) // a nil policy denies
+	switch d.Verdict {
+	case command.Allow:
+		return nil
+	case command.Ask:
+		switch c.verdict.Action {
+		case policy.Allow:
+			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: d.Rule,
+				Reason: d.Message, Hint: d.Hint}
+		case policy.Ask:
+			// The mode asks anyway; the person asked should read the
+			// command policy's own, more specific, reason.
+			c.verdict.Rule, c.verdict.Hint = d.Rule, d.Hint
+			c.verdict.Reason = d.Message + "; " + c.verdict.Reason
+		}
+		return nil
+	}
+	c.verdict = policy.Decision{Action: policy.Deny, Code: tool.Code(d.Code), Rule: d.Rule, Reason: d.Message, Hint: d.Hint}
+	return &tool.Error{Code: tool.Code(d.Code), Message: d.Message, Hint: d.Hint}
+}
