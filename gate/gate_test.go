@@ -269,6 +269,75 @@ func TestEveryCallIsAudited(t *testing.T) {
 	}
 }
 
+// TestAuditedStages: each call's audit entry names every stage it passed,
+// in order, with the stage's decision and, where the call ended, its
+// code; a check stops before execute.
+func TestAuditedStages(t *testing.T) {
+	f := newFixture(t, "")
+	os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("hello\n"), 0o644)
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		run      func(context.Context, tool.Call) tool.Result
+		call     tool.Call
+		decision string
+		stages   string
+	}{
+		{"allowed", f.gate.Call, call("calculate", `{"expression":"1+1"}`, "", ""), "allow",
+			"decode:pass validate:pass authorize:allow guards:pass intent:skip loop:skip approval:pass idempotency:skip execute:pass after:pass"},
+		{"checked", f.gate.Check, call("probe_write_medium", `{}`, "", "auto-edit"), "allow",
+			"decode:pass validate:pass authorize:allow guards:pass intent:skip loop:skip approval:pass idempotency:skip"},
+		{"unknown tool", f.gate.Call, call("nope", `{}`, "", ""), "deny",
+			"decode:deny:unknown_tool"},
+		{"denied by the mode", f.gate.Call, call("probe_write_medium", `{}`, "", "read-only"), "deny",
+			"decode:pass validate:pass authorize:deny:denied"},
+		{"denied by a guard", f.gate.Call, call("probe_read_low", `{"path":".airlock/audit.jsonl"}`, "", ""), "deny",
+			"decode:pass validate:pass authorize:allow guards:deny:path_outside_workspace"},
+		{"asked", f.gate.Call, call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask"), "ask",
+			"decode:pass validate:pass authorize:ask guards:ask intent:skip loop:skip approval:ask:approval_required"},
+	}
+	for _, tt := range tests {
+		c := tt.call
+		c.ID = "call-" + strings.ReplaceAll(tt.name, " ", "-")
+		res := tt.run(ctx, c)
+		if res.Decision != tt.decision {
+			t.Errorf("%s: decision %s, want %s", tt.name, res.Decision, tt.decision)
+		}
+		e := auditEntry(t, f, c.ID)
+		var got []string
+		for _, s := range e.Stages {
+			got = append(got, strings.TrimSuffix(s.Name+":"+s.Decision+":"+s.Code, ":"))
+		}
+		if g := strings.Join(got, " "); g != tt.stages || e.Decision != tt.decision {
+			t.Errorf("%s: audited %s with stages\n\t%s\nwant %s with\n\t%s", tt.name, e.Decision, g, tt.decision, tt.stages)
+		}
+	}
+}
+
+// auditEntry reads the audit entry of the call with id from the fixture's
+// log.
+func auditEntry(t *testing.T, f *fixture, id string) audit.Entry {
+	t.Helper()
+	if err := f.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(f.dir, workspace.StateDir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Entry.CallID == id {
+			return r.Entry
+		}
+	}
+	t.Fatalf("no audit entry for call %s", id)
+	return audit.Entry{}
+}
+
 // TestDeadline: an executor that overruns the deadline ends the call with
 // deadline_exceeded.
 func TestDeadline(t *testing.T) {
