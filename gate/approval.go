@@ -18,30 +18,30 @@ import (
 // its session or workspace; otherwise it parks the call as a pending
 // approval and ends it with approval_required, naming the approval. A
 // check parks nothing and uses nothing.
-func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) approval(ctx context.Context, c *call) outcome {
 	if c.verdict.Action != policy.Ask {
-		return nil, "pass"
+		return passOn(passed)
 	}
 	e := decisionError(c.verdict)
 	e.Code = tool.CodeApprovalRequired
 	if g.opts.Approvals == nil || !c.execute {
-		return e, "ask"
+		return endCall(asked, e)
 	}
 	args, err := canon.JSON(c.Args)
 	if err != nil { // validated JSON always has a canonical form
-		return internalError("the arguments could not be put in canonical form"), "error"
+		return endCall(failed, internalError("the arguments could not be put in canonical form"))
 	}
 	hash := g.approvalHash(c, args)
 	now := time.Now()
 	a, ok, err := g.opts.Approvals.ConsumeApproval(ctx, c.Tool, hash, now)
 	if err != nil {
 		c.note = err.Error()
-		return internalError("the approvals store failed"), "error"
+		return endCall(failed, internalError("the approvals store failed"))
 	}
 	if ok {
 		c.note = "approved by " + a.DecidedBy + " as approval " + a.ID
 		c.verdict.Action = policy.Allow
-		return nil, "allow"
+		return passOn(allowed)
 	}
 	for _, scope := range []store.Scope{store.ScopeSession, store.ScopeWorkspace} {
 		h := g.scopeHash(c, args, scope)
@@ -51,17 +51,17 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 		r, ok, err := g.opts.Approvals.UseRemembered(ctx, scope, c.Tool, h, now)
 		if err != nil {
 			c.note = err.Error()
-			return internalError("the approvals store failed"), "error"
+			return endCall(failed, internalError("the approvals store failed"))
 		}
 		if ok {
 			c.note = fmt.Sprintf("approved by %s as remembered approval %s (scope %s, use %d)", r.ApprovedBy, r.ID, r.Scope, r.Uses)
 			c.verdict.Action = policy.Allow
-			return nil, "allow"
+			return passOn(allowed)
 		}
 	}
 	if c.Approval != "" {
-		if end, action, done := g.earlierApproval(ctx, c, hash, e); done {
-			return end, action
+		if out := g.earlierApproval(ctx, c, hash, e); out.end != nil {
+			return out
 		}
 	}
 	ttl := g.opts.ApprovalTTL
@@ -77,12 +77,12 @@ func (g *Gate) approval(ctx context.Context, c *call) (*tool.Error, string) {
 	}
 	if err := g.opts.Approvals.CreateApproval(ctx, req); err != nil {
 		c.note = err.Error()
-		return internalError("the approvals store failed"), "error"
+		return endCall(failed, internalError("the approvals store failed"))
 	}
 	c.approval = &tool.ApprovalRequest{ID: req.ID, Tool: req.Tool, Args: req.Args, Expires: req.Expires}
 	e.Message += " (approval " + req.ID + " is pending)"
 	e.Hint = pendingHint(req.ID)
-	return e, "ask"
+	return endCall(asked, e)
 }
 
 // Labels that set the hash of each scope of remembered approval apart from
@@ -114,33 +114,34 @@ func (g *Gate) scopeHash(c *call, args []byte, scope store.Scope) string {
 
 // earlierApproval answers a call that names the approval an earlier
 // attempt of it was parked under (tool.Call.Approval): denied ends it
-// with approval_denied, pending names that approval again. done is false
-// when the approval is not this call's, or has expired or been used:
-// the call is then parked anew.
-func (g *Gate) earlierApproval(ctx context.Context, c *call, hash string, asked *tool.Error) (end *tool.Error, action string, done bool) {
+// with approval_denied, pending names that approval again (parked, the
+// error value of the ask, with its ID). It ends nothing, passing the zero
+// outcome, when the approval is not this call's, or has expired or been
+// used: the call is then parked anew.
+func (g *Gate) earlierApproval(ctx context.Context, c *call, hash string, parked *tool.Error) outcome {
 	a, err := g.opts.Approvals.Approval(ctx, c.Approval, time.Now())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, "", false
+		return outcome{}
 	case err != nil:
 		c.note = err.Error()
-		return internalError("the approvals store failed"), "error", true
+		return endCall(failed, internalError("the approvals store failed"))
 	case a.Tool != c.Tool || a.ArgsHash != hash:
-		return nil, "", false
+		return outcome{}
 	case a.Status == store.StatusDenied:
 		c.approval = &tool.ApprovalRequest{ID: a.ID, Tool: a.Tool, Args: a.Args, Expires: a.Expires}
 		c.note = "denied by " + a.DecidedBy + " as approval " + a.ID
 		c.verdict = policy.Decision{Action: policy.Deny, Code: tool.CodeApprovalDenied, Rule: c.verdict.Rule}
-		return &tool.Error{Code: tool.CodeApprovalDenied,
+		return endCall(denied, &tool.Error{Code: tool.CodeApprovalDenied,
 			Message: "a person was asked to approve this call and did not (approval " + a.ID + " is denied); nothing ran",
-			Hint:    "Do not make the same call again: ask the user how to go on, or reach the goal another way"}, "deny", true
+			Hint:    "Do not make the same call again: ask the user how to go on, or reach the goal another way"})
 	case a.Status == store.StatusPending:
 		c.approval = &tool.ApprovalRequest{ID: a.ID, Tool: a.Tool, Args: a.Args, Expires: a.Expires}
-		asked.Message += " (approval " + a.ID + " is pending)"
-		asked.Hint = pendingHint(a.ID)
-		return asked, "ask", true
+		parked.Message += " (approval " + a.ID + " is pending)"
+		parked.Hint = pendingHint(a.ID)
+		return endCall(asked, parked)
 	}
-	return nil, "", false
+	return outcome{}
 }
 
 // pendingHint is the hint of a call parked as a pending approval.

@@ -214,27 +214,57 @@ type call struct {
 	replayed bool                  // the result is the ledger's stored one
 }
 
-// stage is one step of the pipeline. It returns nil to pass the call on,
-// or the error value that ends it; end says whether that is a deny or an
-// ask, for the record.
+// decision is what a stage decided about a call, as the audit log records
+// it in audit.Stage.Decision: each is the audit constant of the same
+// meaning, so the log's format is the audit package's alone.
+type decision string
+
+const (
+	passed   decision = audit.DecisionPass   // passed the call on unchanged
+	allowed  decision = audit.DecisionAllow  // allowed the call
+	denied   decision = audit.DecisionDeny   // refused the call
+	asked    decision = audit.DecisionAsk    // a person must approve the call first
+	skipped  decision = audit.DecisionSkip   // did not apply to the call
+	failed   decision = audit.DecisionError  // failed; the call did not go on
+	replayed decision = audit.DecisionReplay // the ledger answered with the stored result
+)
+
+// outcome is what a stage made of a call: its decision, for the record,
+// and, when the stage ends the call, end, the error value the caller
+// sees. A nil end passes the call on to the next stage.
+type outcome struct {
+	decision decision
+	end      *tool.Error
+}
+
+// passOn passes the call on to the next stage, having decided d.
+func passOn(d decision) outcome { return outcome{decision: d} }
+
+// endCall ends the call with the error value e, having decided d.
+func endCall(d decision, e *tool.Error) outcome { return outcome{decision: d, end: e} }
+
+// stage is one step of the pipeline.
 type stage struct {
-	name string
-	run  func(g *Gate, ctx context.Context, c *call) (end *tool.Error, action string)
+	name string // the stage's name in the audit log
+	run  func(g *Gate, ctx context.Context, c *call) outcome
+	// lastForCheck ends a check (Gate.Check) after this stage, before
+	// anything runs.
+	lastForCheck bool
 }
 
 // stages is the pipeline, in order. Stages that later work fills in pass
 // through here, explicitly, so that their place is visible.
 var stages = []stage{
-	{"decode", (*Gate).decode},           // size cap, known tool, JSON
-	{"validate", (*Gate).validate},       // the tool's bounded schema
-	{"authorize", (*Gate).authorize},     // role, risk, mode and rules
-	{"guards", (*Gate).guards},           // workspace paths and glob patterns, command lines, URLs as written
-	{"intent", (*Gate).intent},           // untrusted values, sensitive tokens off the goal
-	{"loop", (*Gate).loop},               // the kill switch (budgets are the agent loop's, per step)
-	{"approval", (*Gate).approval},       // an ask runs once approved, or under a remembered approval, else parks as an approval
-	{"idempotency", (*Gate).idempotency}, // the exactly-once ledger
-	{"execute", (*Gate).executeStage},    // the executor, under the deadline
-	{"after", (*Gate).after},             // size cap, redaction, injection scan, envelopes
+	{name: "decode", run: (*Gate).decode},                               // size cap, known tool, JSON
+	{name: "validate", run: (*Gate).validate},                           // the tool's bounded schema
+	{name: "authorize", run: (*Gate).authorize},                         // role, risk, mode and rules
+	{name: "guards", run: (*Gate).guards},                               // workspace paths and glob patterns, command lines, URLs as written
+	{name: "intent", run: (*Gate).intent},                               // untrusted values, sensitive tokens off the goal
+	{name: "loop", run: (*Gate).loop},                                   // the kill switch (budgets are the agent loop's, per step)
+	{name: "approval", run: (*Gate).approval},                           // an ask runs once approved, or under a remembered approval, else parks as an approval
+	{name: "idempotency", run: (*Gate).idempotency, lastForCheck: true}, // the exactly-once ledger
+	{name: "execute", run: (*Gate).executeStage},                        // the executor, under the deadline
+	{name: "after", run: (*Gate).after},                                 // size cap, redaction, injection scan, envelopes
 }
 
 func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result {
@@ -257,27 +287,28 @@ func (g *Gate) run(ctx context.Context, tc tool.Call, execute bool) tool.Result 
 	c.verdict = policy.Decision{Action: policy.Allow}
 	t0 := start
 	for _, s := range stages {
-		end, action := s.run(g, ctx, c)
-		if end == nil && ctx.Err() != nil {
-			end, action = g.contextError(ctx), "deny"
+		out := s.run(g, ctx, c)
+		if out.end == nil && ctx.Err() != nil {
+			out = endCall(denied, g.contextError(ctx))
 		}
 		t1 := time.Now()
-		rec := audit.Stage{Name: s.name, Decision: action, Micros: t1.Sub(t0).Microseconds()}
+		rec := audit.Stage{Name: s.name, Decision: string(out.decision), Micros: t1.Sub(t0).Microseconds()}
 		t0 = t1
-		if end != nil {
-			rec.Code = string(end.Code)
+		if out.end != nil {
+			rec.Code = string(out.end.Code)
 			c.stages = append(c.stages, rec)
-			c.result = tool.Result{Error: end}
-			if action == "deny" && s.name != "authorize" && c.verdict.Action != policy.Deny {
-				// A guard or check of its own ended the call: the policy's
-				// rule did not decide it (a guard that has a rule of its
-				// own set the verdict itself).
-				c.verdict = policy.Decision{Action: policy.Deny, Code: end.Code}
+			c.result = tool.Result{Error: out.end}
+			if out.decision == denied && c.verdict.Action != policy.Deny {
+				// A guard or check of its own ended the call, and no rule
+				// decided it: a stage whose deny is a rule's (authorize,
+				// the command and URL guards, a denied approval) set the
+				// verdict itself.
+				c.verdict = policy.Decision{Action: policy.Deny, Code: out.end.Code}
 			}
 			break
 		}
 		c.stages = append(c.stages, rec)
-		if !execute && s.name == "idempotency" {
+		if !execute && s.lastForCheck {
 			break // a check stops before anything runs
 		}
 	}

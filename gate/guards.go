@@ -12,14 +12,14 @@ import (
 	"airlock.dev/airlock/workspace"
 )
 
-func (g *Gate) decode(_ context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) decode(_ context.Context, c *call) outcome {
 	e, ok := g.tools[c.Tool]
 	if !ok {
-		return &tool.Error{Code: tool.CodeUnknownTool, Message: fmt.Sprintf("there is no tool named %q", truncate(c.Tool, 64)),
-			Hint: "Call one of the tools listed for this session"}, "deny"
+		return endCall(denied, &tool.Error{Code: tool.CodeUnknownTool, Message: fmt.Sprintf("there is no tool named %q", truncate(c.Tool, 64)),
+			Hint: "Call one of the tools listed for this session"})
 	}
 	c.entry = e
-	return nil, "pass"
+	return passOn(passed)
 }
 
 func truncate(s string, n int) string {
@@ -29,13 +29,13 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func (g *Gate) validate(_ context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) validate(_ context.Context, c *call) outcome {
 	args, err := c.entry.schema.Decode(c.Args)
 	if err != nil {
-		return err, "deny"
+		return endCall(denied, err)
 	}
 	c.args = plainNumbers(args).(map[string]any)
-	return nil, "pass"
+	return passOn(passed)
 }
 
 // plainNumbers turns the validated arguments' json.Number values into
@@ -61,7 +61,9 @@ func plainNumbers(v any) any {
 	return v
 }
 
-func (g *Gate) authorize(ctx context.Context, c *call) (*tool.Error, string) {
+// authorize asks the policy. Its decision is the call's verdict, a deny
+// included, which the policy's rule names.
+func (g *Gate) authorize(ctx context.Context, c *call) outcome {
 	t := c.entry.tool
 	d := g.opts.Policy.Decide(ctx, policy.Input{
 		Tool: t.Name, Risk: t.Risk, Effect: t.Effect,
@@ -70,11 +72,11 @@ func (g *Gate) authorize(ctx context.Context, c *call) (*tool.Error, string) {
 	c.verdict = d
 	switch d.Action {
 	case policy.Allow:
-		return nil, "allow"
+		return passOn(allowed)
 	case policy.Ask:
-		return nil, "ask" // the approval stage ends it, after the guards have had their say
+		return passOn(asked) // the approval stage ends it, after the guards have had their say
 	}
-	return decisionError(d), "deny"
+	return endCall(denied, decisionError(d))
 }
 
 func decisionError(d policy.Decision) *tool.Error {
@@ -89,7 +91,7 @@ func decisionError(d policy.Decision) *tool.Error {
 // every mode: a repository's hooks and config run code.
 const GitWriteRule = "git-write-asks"
 
-func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) guards(ctx context.Context, c *call) outcome {
 	t := c.entry.tool
 	for _, name := range t.PathArgs {
 		p, ok := c.args[name].(string)
@@ -98,7 +100,7 @@ func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
 		}
 		canon, end := g.inWorkspace(p, (*workspace.Workspace).Resolve)
 		if end != nil {
-			return end, "deny"
+			return endCall(denied, end)
 		}
 		c.paths = append(c.paths, canon)
 		if t.Effect == tool.EffectWrite && workspace.IsGitPath(canon) && c.verdict.Action == policy.Allow {
@@ -110,24 +112,24 @@ func (g *Gate) guards(ctx context.Context, c *call) (*tool.Error, string) {
 	for _, name := range t.GlobArgs {
 		if p, ok := c.args[name].(string); ok {
 			if _, end := g.inWorkspace(p, (*workspace.Workspace).CheckGlob); end != nil {
-				return end, "deny"
+				return endCall(denied, end)
 			}
 		}
 	}
 	if t.CommandArg != "" {
 		if end := g.commandGuard(c); end != nil {
-			return end, "deny"
+			return endCall(denied, end)
 		}
 	}
 	for _, name := range t.URLArgs {
 		if end := g.urlGuard(ctx, c, name); end != nil {
-			return end, "deny"
+			return endCall(denied, end)
 		}
 	}
 	if c.verdict.Action == policy.Ask {
-		return nil, "ask"
+		return passOn(asked)
 	}
-	return nil, "pass"
+	return passOn(passed)
 }
 
 // inWorkspace judges a path or glob pattern argument with judge

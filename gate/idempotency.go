@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 
-	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/ledger"
 	"airlock.dev/airlock/tool"
 )
@@ -15,36 +14,36 @@ import (
 // A repeat of a completed call gets the stored result and runs nothing; a
 // duplicate of one still running is refused with in_progress. A check
 // keys nothing.
-func (g *Gate) idempotency(ctx context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) idempotency(ctx context.Context, c *call) outcome {
 	if c.entry.tool.Effect == tool.EffectRead || g.opts.Ledger == nil || !c.execute {
-		return nil, "skip"
+		return passOn(skipped)
 	}
 	key, err := ledger.KeyFor(ledger.Call{Session: c.Session, Step: c.Step, Tool: c.Tool, Args: c.Args, IdempotencyKey: c.IdempotencyKey})
 	if err != nil {
-		return asToolError(err, "the call could not be keyed"), "deny"
+		return endCall(denied, asToolError(err, "the call could not be keyed"))
 	}
 	t, err := g.opts.Ledger.Acquire(ctx, key, g.opts.Owner)
 	if err != nil {
 		var te *tool.Error
 		if errors.As(err, &te) {
-			return te, "deny"
+			return endCall(denied, te)
 		}
 		c.note = err.Error()
-		return internalError("the idempotency ledger failed"), "error"
+		return endCall(failed, internalError("the idempotency ledger failed"))
 	}
 	if t.Outcome == ledger.Completed {
 		var stored tool.Result
 		if err := json.Unmarshal(t.Result, &stored); err != nil {
 			c.note = "ledger: the stored result is unreadable: " + err.Error()
-			return internalError("the stored result of this call could not be read"), "error"
+			return endCall(failed, internalError("the stored result of this call could not be read"))
 		}
 		c.result, c.replayed = stored, true
 		c.note = "ledger: replayed the stored result of " + key.ID
-		return nil, audit.DecisionReplay
+		return passOn(replayed)
 	}
 	c.ticket = t
 	c.Retry, c.UpstreamKey = t.Retry, t.UpstreamKey
-	return nil, audit.DecisionPass
+	return passOn(passed)
 }
 
 // finishTicket records the outcome of a call that held a ledger key: its

@@ -11,14 +11,14 @@ import (
 // loop refuses a call in a killed session, or while every session is
 // killed. The step, token, cost and time budgets are charged per step by
 // the agent loop, which alone knows what a step is.
-func (g *Gate) loop(ctx context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) loop(ctx context.Context, c *call) outcome {
 	if g.opts.Sessions == nil || !c.execute {
-		return nil, "skip"
+		return passOn(skipped)
 	}
 	all, err := g.opts.Sessions.KillAll(ctx)
 	if err != nil {
 		c.note = err.Error()
-		return internalError("the session store failed"), "error"
+		return endCall(failed, internalError("the session store failed"))
 	}
 	killed := all
 	if !killed {
@@ -27,15 +27,15 @@ func (g *Gate) loop(ctx context.Context, c *call) (*tool.Error, string) {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			c.note = err.Error()
-			return internalError("the session store failed"), "error"
+			return endCall(failed, internalError("the session store failed"))
 		default:
 			killed = s.Killed
 		}
 	}
 	if killed {
-		return KilledError(all), "deny"
+		return endCall(denied, KilledError(all))
 	}
-	return nil, "pass"
+	return passOn(passed)
 }
 
 // KilledError is the error value of a call or run stopped by the kill

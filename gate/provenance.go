@@ -20,10 +20,10 @@ const (
 // intent asks before a medium- or high-risk call whose arguments carry a
 // value that reached the session only through untrusted content, or (when
 // the call has a goal) a sensitive token the goal never mentions.
-func (g *Gate) intent(_ context.Context, c *call) (*tool.Error, string) {
+func (g *Gate) intent(_ context.Context, c *call) outcome {
 	t := c.entry.tool
 	if t.Risk < tool.RiskMedium {
-		return nil, "skip"
+		return passOn(skipped)
 	}
 	if g.prov.flagged(c.Session) {
 		if c.verdict.Action == policy.Allow {
@@ -31,24 +31,24 @@ func (g *Gate) intent(_ context.Context, c *call) (*tool.Error, string) {
 				Reason: "content the injection scanner flagged reached this session earlier",
 				Hint:   "A person must approve side effects in a session that read flagged content"}
 		}
-		return nil, "ask"
+		return passOn(asked)
 	}
 	p := g.prov.lookup(c.Session)
 	if p == nil && c.Goal == "" {
-		return nil, "skip"
+		return passOn(skipped)
 	}
 	if p == nil {
 		p = untrusted.NewProvenance(nil)
 	}
 	ask, reason := p.Check(t.Risk.String(), c.Args, c.Goal)
 	if !ask {
-		return nil, "pass"
+		return passOn(passed)
 	}
 	if c.verdict.Action == policy.Allow {
 		c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: IntentRule,
 			Reason: reason, Hint: "A person must approve a call whose arguments came from untrusted content; or take the value from the user"}
 	}
-	return nil, "ask"
+	return passOn(asked)
 }
 
 // ObserveUser records text the user gave the session (a goal, a
