@@ -27,7 +27,10 @@ func ExampleAgent_Run() {
 	defer db.Close()
 	reg := tool.NewRegistry()
 	reg.Register(tools.Calculate())
-	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Sessions: db})
+	// This loop keeps no audit log or ledger and masks nothing, and says so
+	// by name; one that serves a model sets each (see gate.Options).
+	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Sessions: db,
+		Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutApprovalKey})
 
 	planner := agent.Script(
 		agent.Step{Calls: []agent.StepCall{agent.Call("calculate", `{"expression":"$1,200 * 3%"}`)}},

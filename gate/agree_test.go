@@ -105,7 +105,7 @@ func TestCheckAgreesWithCall(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Commands: command.Default(), Egress: eg,
-		Approvals: db})
+		Approvals: db, Without: bare})
 	if err != nil {
 		t.Fatal(err)
 	}

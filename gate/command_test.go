@@ -30,7 +30,7 @@ func TestCommandGuard(t *testing.T) {
 	if err := reg.Register(tools.RunCommand(sb, t.TempDir(), nil)); err != nil {
 		t.Fatal(err)
 	}
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Commands: command.Default()})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Commands: command.Default(), Without: bare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCommandGuardNilPolicyDenies(t *testing.T) {
 	sb := &countingSandbox{}
 	reg := tool.NewRegistry()
 	reg.Register(tools.RunCommand(sb, t.TempDir(), nil))
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default()})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Without: bare})
 	if err != nil {
 		t.Fatal(err)
 	}

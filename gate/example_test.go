@@ -16,7 +16,11 @@ import (
 func Example() {
 	reg := tool.NewRegistry()
 	reg.Register(tools.Calculate())
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default()})
+	// This program keeps no audit log, ledger or kill switch and masks
+	// nothing, and says so by name; one that serves a model sets each
+	// (see Options).
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(),
+		Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		panic(err)
 	}

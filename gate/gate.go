@@ -8,7 +8,12 @@
 // Every call, whatever its outcome, is appended to the audit log with each
 // stage's decision and timing.
 //
-//	g, _ := gate.New(registry, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: log})
+// New fails closed: a gate has its audit log, exactly-once ledger,
+// redactor, kill switch and approval key, or runs without one only when
+// Options.Without names it (see Protections).
+//
+//	g, err := gate.New(registry, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: log,
+//		Ledger: led, Redactor: rd, Sessions: db, Approvals: db, ApprovalKey: key})
 //	res := g.Call(ctx, tool.Call{Tool: "calculate", Args: json.RawMessage(`{"expression":"2*21"}`)})
 package gate
 
@@ -37,16 +42,19 @@ import (
 // DefaultTimeout is the deadline of one call, all stages included.
 const DefaultTimeout = 30 * time.Second
 
-// Options configures a Gate. A nil *Options is all defaults, which deny
-// every call: with no policy nothing is allowed (fail closed).
+// Options configures a Gate. Zero fields fail closed: with no policy
+// nothing is allowed, with no workspace no path. The protections whose
+// absence would not refuse anything (Audit, Ledger, Redactor, Sessions,
+// ApprovalKey) must each be set or switched off by name in Without: New
+// refuses Options that leave one out, a nil *Options included.
 type Options struct {
 	// Policy decides allow, deny or ask. Nil denies everything.
 	Policy *policy.Policy
 	// Workspace scopes the file tools. Nil refuses every call that has a
 	// path argument.
 	Workspace *workspace.Workspace
-	// Audit receives one entry per call. Nil keeps no log (for tests and
-	// embedding); the CLI and servers always set it.
+	// Audit receives one entry per call. Nil keeps no log, and needs
+	// WithoutAudit.
 	Audit *audit.Log
 	// Timeout is the deadline of one call; zero means DefaultTimeout.
 	Timeout time.Duration
@@ -65,15 +73,14 @@ type Options struct {
 	// Ledger keeps every call with a write or external effect
 	// exactly-once: keyed before it runs, its outcome recorded after, a
 	// repeat answered with the stored result. Nil passes such calls
-	// through unkeyed (for tests and embedding; the CLI and servers always
-	// set it).
+	// through unkeyed, and needs WithoutLedger.
 	Ledger *ledger.Ledger
 	// Owner names this process in the ledger's entries; a host and pid
 	// when empty.
 	Owner string
 	// Redactor masks secrets and personal data in every result (content
 	// and error messages) before it leaves the gate. Nil masks nothing
-	// (for tests and embedding; the CLI and servers always set it).
+	// but Secrets, and needs WithoutRedactor.
 	Redactor *redact.Redactor
 	// Secrets are exact values airlock itself holds and must never show
 	// (the credentials egress attaches per host): masked in every result
@@ -97,14 +104,18 @@ type Options struct {
 	// ApprovalKey keys the hash approvals are found by. Keep it where the
 	// store is not (the CLI keeps it in the user's config directory, the
 	// store in the workspace): an approval planted in the store, by a
-	// repository that ships one, then matches no call. Nil leaves the hash
-	// unkeyed, for tests and embedding.
+	// repository that ships one, then matches no call. Empty leaves the
+	// hash unkeyed, and needs WithoutApprovalKey.
 	ApprovalKey []byte
 	// Sessions is where the kill switch is read: a call in a killed
 	// session, or while every session is killed (airlock kill), is refused
-	// with code killed before it can run. Nil reads no kill switch (for
-	// tests and embedding; the CLI and the agent loop set it).
+	// with code killed before it can run. Nil reads no kill switch, and
+	// needs WithoutSessions.
 	Sessions store.Sessions
+	// Without names the protections this gate runs without, each on
+	// purpose (a test, a gate that only lists its tools); see Protections.
+	// Naming one that is also set is refused as ambiguous.
+	Without Protections
 }
 
 // URLChecker judges a URL without fetching it: nil when it may be
@@ -140,11 +151,16 @@ type entry struct {
 }
 
 // New compiles every tool's schema; a schema that is not strictly bounded
-// is an error here, at start-up, not at the first call.
+// is an error here, at start-up, not at the first call. It refuses, with
+// a *ProtectionError, Options that leave a protection out without naming
+// it in Options.Without.
 func New(reg *tool.Registry, opts *Options) (*Gate, error) {
 	g := &Gate{tools: map[string]*entry{}}
 	if opts != nil {
 		g.opts = *opts
+	}
+	if err := checkProtections(&g.opts); err != nil {
+		return nil, err
 	}
 	if g.opts.Timeout <= 0 {
 		g.opts.Timeout = DefaultTimeout

@@ -91,7 +91,8 @@ func newFixture(t testing.TB, policyFile string) *fixture {
 			t.Fatal(err)
 		}
 	}
-	g, err := gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log})
+	g, err := gate.New(reg, &gate.Options{Policy: pol, Workspace: ws, Audit: log,
+		Without: gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestDeadline(t *testing.T) {
 			<-ctx.Done()
 			return tool.Result{}, ctx.Err()
 		}})
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Timeout: 50 * time.Millisecond})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Timeout: 50 * time.Millisecond, Without: bare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,8 @@ func TestCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Audit: log, Timeout: time.Minute})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Audit: log, Timeout: time.Minute,
+		Without: gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +409,7 @@ func TestCancelled(t *testing.T) {
 func TestNilPolicyDenies(t *testing.T) {
 	reg := tool.NewRegistry()
 	reg.Register(tools.Calculate())
-	g, err := gate.New(reg, nil)
+	g, err := gate.New(reg, &gate.Options{Without: bare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +469,7 @@ func fileTools(t *testing.T) (dir string, ws *workspace.Workspace, reg *tool.Reg
 // runs once, and only with the same arguments (in any key order).
 func TestApprovalFlow(t *testing.T) {
 	dir, ws, reg, approvals := fileTools(t)
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, Without: bare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +522,8 @@ func TestEarlierApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, Audit: log})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, Audit: log,
+		Without: gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,9 +584,10 @@ func TestPlantedApprovalDoesNotMatch(t *testing.T) {
 	for _, scope := range []store.Scope{store.ScopeOnce, store.ScopeSession, store.ScopeWorkspace} {
 		t.Run(string(scope), func(t *testing.T) {
 			dir, ws, reg, approvals := fileTools(t)
-			unkeyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals})
+			unkeyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, Without: bare})
 			keyed, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals,
-				ApprovalKey: []byte("a secret the planter does not have")})
+				ApprovalKey: []byte("a secret the planter does not have"),
+				Without:     gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions})
 			ctx := context.Background()
 			c := call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")
 			c.Session = "s1"
@@ -628,7 +632,8 @@ func TestKillSwitchRefusesCalls(t *testing.T) {
 	reg := tool.NewRegistry()
 	reg.Register(tools.Calculate())
 	ss := &memSessions{killed: map[string]bool{"dead": true}}
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Sessions: ss})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Sessions: ss,
+		Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +672,7 @@ func TestFallbackMustBeAnotherToolWithTheSameArguments(t *testing.T) {
 		reg := tool.NewRegistry()
 		reg.Register(tool.Tool{Name: "a", Description: "a", Schema: schema, Risk: tool.RiskLow, Effect: tool.EffectRead, Fallback: "b", Run: run})
 		reg.Register(c.fallback)
-		_, err := gate.New(reg, nil)
+		_, err := gate.New(reg, &gate.Options{Without: bare})
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err = %v", c.name, err)
 		}

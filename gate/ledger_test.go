@@ -44,7 +44,9 @@ func (e *effectTool) tool() tool.Tool {
 		}}
 }
 
-func ledgerGate(t *testing.T, e *effectTool) *gate.Gate {
+// stateLedger opens a SQLite store in a temporary directory, closed when
+// the test ends, and a ledger on it.
+func stateLedger(t *testing.T) (*sqlite.DB, *ledger.Ledger) {
 	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"), nil)
 	if err != nil {
@@ -55,6 +57,12 @@ func ledgerGate(t *testing.T, e *effectTool) *gate.Gate {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, l
+}
+
+func ledgerGate(t *testing.T, e *effectTool) *gate.Gate {
+	t.Helper()
+	_, l := stateLedger(t)
 	reg := tool.NewRegistry()
 	if err := reg.Register(e.tool()); err != nil {
 		t.Fatal(err)
@@ -64,7 +72,8 @@ func ledgerGate(t *testing.T, e *effectTool) *gate.Gate {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Ledger: l, Audit: log})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Ledger: l, Audit: log,
+		Without: gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,15 +166,11 @@ func TestLedgerRefusedAfterTheEffect(t *testing.T) {
 			runs.Add(1)
 			return tool.Result{Content: strings.Repeat("a", gate.MaxResultBytes+1)}, nil
 		}}
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	l, _ := ledger.New(db, nil)
+	_, l := stateLedger(t)
 	reg := tool.NewRegistry()
 	reg.Register(big)
-	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Ledger: l})
+	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Ledger: l,
+		Without: gate.WithoutAudit | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	for i := range 3 {
 		r := g.Call(context.Background(), tool.Call{Tool: "dump", Args: json.RawMessage(`{}`), Session: "s", Mode: "auto"})
 		if r.Error == nil || r.Error.Code != tool.CodeFileTooLarge {

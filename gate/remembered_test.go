@@ -50,7 +50,8 @@ func TestRememberedApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, ApprovalKey: key, Audit: log})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, ApprovalKey: key, Audit: log,
+		Without: gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,8 @@ func TestRememberedApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	og, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: other, Approvals: approvals, ApprovalKey: key})
+	og, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: other, Approvals: approvals, ApprovalKey: key,
+		Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions})
 	oc := call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")
 	oc.Session = "s5"
 	if res := og.Call(ctx, oc); res.Decision == "allow" {
@@ -137,7 +139,8 @@ func TestRememberedApproval(t *testing.T) {
 // runs again and again in that session, and asks in any other.
 func TestRememberedForASession(t *testing.T) {
 	_, ws, reg, approvals := fileTools(t)
-	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, ApprovalKey: []byte("k")})
+	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals, ApprovalKey: []byte("k"),
+		Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions})
 	ctx := context.Background()
 	c := call("write_file", `{"path":"a.txt","content":"x"}`, "", "ask")
 	c.Session = "s1"

@@ -48,6 +48,7 @@ func untrustedFixture(t *testing.T, o gate.Options) (*gate.Gate, *int) {
 		t.Fatal(err)
 	}
 	o.Policy, o.Redactor = policy.Default(), rd
+	o.Without = gate.WithoutAudit | gate.WithoutLedger | gate.WithoutSessions | gate.WithoutApprovalKey
 	g, err := gate.New(reg, &o)
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func TestURLGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := &internalRefuser{}
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Egress: ref})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Egress: ref, Without: bare})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestURLGuard(t *testing.T) {
 			t.Errorf("%s: rule %q, want %q", c.args, res.Rule, gate.URLRule)
 		}
 	}
-	g, _ = gate.New(reg, &gate.Options{Policy: policy.Default()})
+	g, _ = gate.New(reg, &gate.Options{Policy: policy.Default(), Without: bare})
 	if res := g.Call(context.Background(), tool.Call{Tool: "fetch", Args: json.RawMessage(`{"url":"https://public.example/"}`), Mode: "auto"}); res.Decision != "deny" {
 		t.Errorf("with no egress policy: %s, want deny", res.Decision)
 	}

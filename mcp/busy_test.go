@@ -22,7 +22,8 @@ func TestBusyLimits(t *testing.T) {
 	var started atomic.Int32
 	release := make(chan struct{})
 	reg := blockingTools(&started, release)
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default()})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(),
+		Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}

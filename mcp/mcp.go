@@ -15,7 +15,8 @@
 // approval.go), and the call runs once if they approve or ends with
 // approval_denied if they do not.
 //
-//	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws})
+//	g, _ := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: log,
+//		Ledger: led, Redactor: rd, Sessions: db, Approvals: db, ApprovalKey: key})
 //	err := mcp.ServeStdio(ctx, g, os.Stdin, os.Stdout, &mcp.Options{Version: version})
 //
 //	h := &mcp.HTTPOptions{Addr: "127.0.0.1:8731", Tokens: map[string]string{token: "operator"}}

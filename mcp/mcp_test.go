@@ -88,7 +88,8 @@ func newFixtureWith(t testing.TB, approvals store.Approvals) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.gate, err = gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: f.log, Approvals: approvals})
+	f.gate, err = gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: f.log, Approvals: approvals,
+		Without: gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,8 @@ func TestGlobSource(t *testing.T) {
 	for _, tl := range tools.FileTools(ws) {
 		reg.Register(tl)
 	}
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Envelopes: true})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Envelopes: true,
+		Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,8 @@ func benchGate(b *testing.B) *gate.Gate {
 	b.Cleanup(func() { log.Close() })
 	reg := tool.NewRegistry()
 	reg.Register(tools.Calculate())
-	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: log})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Audit: log,
+		Without: gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 	if err != nil {
 		b.Fatal(err)
 	}

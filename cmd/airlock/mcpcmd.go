@@ -195,12 +195,13 @@ func (r *rootsEnv) Close() error {
 }
 
 // listingGate has the same tools as a session's gate, to list them before
-// the workspace is known; it runs nothing.
+// the workspace is known; it runs nothing (with no policy it would deny
+// every call), so it needs none of the protections.
 func listingGate(set *settings) (*gate.Gate, error) {
 	// No command network: the listing runs no command, so it needs no proxy.
 	reg, _, _, err := runtime.Registry(&runtime.Config{Sandbox: set.Sandbox, Credentials: set.Credentials, FAQ: set.FAQ}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return gate.New(reg, nil)
+	return gate.New(reg, &gate.Options{Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 }
