@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"airlock.dev/airlock/canon"
@@ -227,8 +226,10 @@ func (a *Agent) drive(parent context.Context, st *state) *Summary {
 	defer cancel()
 	ctx, kill := context.WithCancelCause(ctx)
 	defer kill(nil)
-	stop := a.watchKill(ctx, st.Session, kill)
-	defer stop()
+	// The kill switch ends the run's context, and so a tool call in
+	// flight too: the sandbox kills the command's whole tree when its
+	// context ends.
+	defer store.WatchKill(ctx, a.opts.Sessions, st.Session, a.lim.KillPoll, func(bool) { kill(errKilled) })()
 	a.save(ctx, st, store.RunRunning)
 	for {
 		if len(st.Pending) > 0 {
@@ -286,41 +287,6 @@ func stopped(ctx context.Context) *ending {
 	default:
 		return &ending{reason: ReasonDeadline, detail: "the run was stopped: " + cause.Error()}
 	}
-}
-
-// watchKill reads the kill switch every KillPoll and cancels the run's
-// context when it is set, which also ends a tool call in flight: the
-// sandbox kills the command's whole tree when its context ends.
-func (a *Agent) watchKill(ctx context.Context, session string, kill context.CancelCauseFunc) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(a.lim.KillPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if a.killed(ctx, session) {
-					kill(errKilled)
-					return
-				}
-			}
-		}
-	}()
-	return func() { close(done) }
-}
-
-// killed reads the kill switch; a store that cannot be read does not
-// kill (the next step's charge fails instead, and ends the run).
-func (a *Agent) killed(ctx context.Context, session string) bool {
-	if all, err := a.opts.Sessions.KillAll(ctx); err == nil && all {
-		return true
-	}
-	s, err := a.opts.Sessions.Session(ctx, session)
-	return err == nil && s.Killed
 }
 
 // runPending answers the current step's calls in order. A call that ends

@@ -2,10 +2,12 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"airlock.dev/airlock/redact"
+	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/untrusted"
 )
@@ -14,25 +16,30 @@ func (g *Gate) executeStage(ctx context.Context, c *call) outcome {
 	if c.replayed {
 		return passOn(skipped)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	if c.ticket != nil {
 		// The effect stops when the lease is lost: another owner may take
-		// the call over.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		stop := make(chan struct{})
-		defer close(stop)
+		// the call over. The goroutine ends with ctx, at the latest when
+		// this stage returns.
 		go func() {
 			select {
 			case <-c.ticket.Lost():
-				cancel()
-			case <-stop:
+				cancel(nil)
+			case <-ctx.Done():
 			}
 		}()
 	}
+	if g.opts.Sessions != nil {
+		// A kill stops the work in flight, not only the next call.
+		defer store.WatchKill(ctx, g.opts.Sessions, c.Session, KillPoll, func(all bool) { cancel(&killedCause{all: all}) })()
+	}
 	c.ran = true
 	res, err := runExecutor(ctx, c.entry.tool, &c.Call)
+	var kc *killedCause
 	switch {
+	case errors.As(context.Cause(ctx), &kc):
+		return endCall(failed, KilledError(kc.all))
 	case ctx.Err() != nil:
 		return endCall(failed, g.contextError(ctx))
 	case err != nil:

@@ -678,3 +678,58 @@ func TestFallbackMustBeAnotherToolWithTheSameArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestKillStopsWorkInFlight: a kill set while a call runs (by any process:
+// here straight into the store) ends that call with killed within about
+// KillPoll, its context cancelled, whether this session or every session
+// was killed.
+func TestKillStopsWorkInFlight(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("all=%v", all), func(t *testing.T) {
+			db, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			started := make(chan struct{})
+			reg := tool.NewRegistry()
+			reg.Register(tool.Tool{
+				Name: "wait", Description: "runs until its call ends",
+				Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+				Risk:   tool.RiskLow, Effect: tool.EffectRead,
+				Run: func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+					close(started)
+					<-ctx.Done()
+					return tool.Result{}, ctx.Err()
+				},
+			})
+			g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Sessions: db, Timeout: time.Minute,
+				Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutApprovalKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			done := make(chan tool.Result, 1)
+			go func() { done <- g.Call(ctx, tool.Call{Tool: "wait", Args: json.RawMessage(`{}`), Session: "s1"}) }()
+			<-started
+			killedAt := time.Now()
+			if all {
+				err = db.SetKillAll(ctx, true)
+			} else {
+				_, err = db.KillSession(ctx, "s1", true, time.Now())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case res := <-done:
+				if res.Error == nil || res.Error.Code != tool.CodeKilled {
+					t.Errorf("the call in flight ended %+v, want killed", res)
+				}
+				t.Logf("stopped %v after the kill", time.Since(killedAt))
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call in flight still runs 10 s after the kill")
+			}
+		})
+	}
+}

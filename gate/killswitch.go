@@ -2,11 +2,16 @@ package gate
 
 import (
 	"context"
-	"errors"
+	"time"
 
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 )
+
+// KillPoll is how often the kill switch is read while a call executes:
+// work in flight (a sandboxed command, a fetch) stops within about this
+// long of airlock kill, whichever process or replica set it.
+const KillPoll = 200 * time.Millisecond
 
 // loop refuses a call in a killed session, or while every session is
 // killed. The step, token, cost and time budgets are charged per step by
@@ -15,28 +20,21 @@ func (g *Gate) loop(ctx context.Context, c *call) outcome {
 	if g.opts.Sessions == nil || !c.execute {
 		return passOn(skipped)
 	}
-	all, err := g.opts.Sessions.KillAll(ctx)
+	killed, all, err := store.Killed(ctx, g.opts.Sessions, c.Session)
 	if err != nil {
 		c.note = err.Error()
 		return endCall(failed, internalError("the session store failed"))
-	}
-	killed := all
-	if !killed {
-		s, err := g.opts.Sessions.Session(ctx, c.Session)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			c.note = err.Error()
-			return endCall(failed, internalError("the session store failed"))
-		default:
-			killed = s.Killed
-		}
 	}
 	if killed {
 		return endCall(denied, KilledError(all))
 	}
 	return passOn(passed)
 }
+
+// killedCause is the cause of a context the kill switch ended.
+type killedCause struct{ all bool }
+
+func (k *killedCause) Error() string { return KilledError(k.all).Message }
 
 // KilledError is the error value of a call or run stopped by the kill
 // switch; all says whether every session was killed, or this one.
