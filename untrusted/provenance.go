@@ -104,12 +104,16 @@ var (
 	tokenRe = regexp.MustCompile(`[A-Za-z0-9_\-]{20,}`)
 )
 
-// values extracts the values Provenance tracks from text: URLs, their
+// Values extracts the values Provenance tracks from text (at most
+// MaxObserveBytes of it): URLs, their
 // hosts, bare host names, IP addresses, email addresses, absolute,
 // home-relative and parent-relative paths (a workspace-relative path is an
 // ordinary thing for a tool to list and is not tracked), and long tokens
 // mixing letters and digits.
-func values(text string) []string {
+func Values(text string) []string {
+	if len(text) > MaxObserveBytes {
+		text = text[:MaxObserveBytes]
+	}
 	var out []string
 	addV := func(v string) {
 		v = strings.TrimRight(v, ".,;:!?")
@@ -166,31 +170,36 @@ func hasDigitLetter(s string) bool {
 // for the user's own input, anything else for untrusted content. A value
 // the user has given is never counted as untrusted, whenever it was seen.
 func (p *Provenance) Observe(source, text string) {
-	if len(text) > MaxObserveBytes {
-		text = text[:MaxObserveBytes]
+	for _, v := range Values(text) {
+		p.Add(source, v)
 	}
-	vs := values(text)
+}
+
+// Add records one value (as Values extracts it) as coming from source, as
+// Observe does.
+func (p *Provenance) Add(source, v string) {
+	if len(v) > MaxValueBytes {
+		v = v[:MaxValueBytes]
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, v := range vs {
-		if source == SourceUser {
-			if !p.user[v] {
-				p.user[v] = true
-				p.userOrder = append(p.userOrder, v)
-				if len(p.userOrder) > p.maxU {
-					delete(p.user, p.userOrder[0])
-					p.userOrder = p.userOrder[1:]
-				}
+	if source == SourceUser {
+		if !p.user[v] {
+			p.user[v] = true
+			p.userOrder = append(p.userOrder, v)
+			if len(p.userOrder) > p.maxU {
+				delete(p.user, p.userOrder[0])
+				p.userOrder = p.userOrder[1:]
 			}
-			continue
 		}
-		if _, ok := p.tainted[v]; !ok {
-			p.tainted[v] = source
-			p.order = append(p.order, v)
-			if len(p.order) > p.max {
-				delete(p.tainted, p.order[0])
-				p.order = p.order[1:]
-			}
+		return
+	}
+	if _, ok := p.tainted[v]; !ok {
+		p.tainted[v] = source
+		p.order = append(p.order, v)
+		if len(p.order) > p.max {
+			delete(p.tainted, p.order[0])
+			p.order = p.order[1:]
 		}
 	}
 }
@@ -241,7 +250,7 @@ func (p *Provenance) check(fields []field, goal string) (bool, string) {
 	}
 	p.mu.Lock()
 	for _, f := range dest {
-		for _, v := range values(f.value) {
+		for _, v := range Values(f.value) {
 			if src, ok := p.tainted[v]; ok && !p.user[v] {
 				p.mu.Unlock()
 				return true, fmt.Sprintf("argument %q carries %q, which reached this session only through untrusted content (%s), not from the user", f.key, truncate(v, 80), src)
