@@ -20,23 +20,41 @@
 // result, never their contents; its free-text Note passes the Options.Redact
 // hook before it is hashed and written.
 //
-// Durability is chosen by Options.Sync. In GroupCommit mode (the default)
-// Append chains the record and returns; a background syncer writes every
-// record appended within Options.GroupWindow in one write call, fsyncs the
-// file and replaces the head file, for the whole group at once. Flush
-// writes the waiting records at once, without an fsync: the gate calls it
-// after every call with side effects, so that such a call's record is in
-// the kernel's page cache, safe from a crash of the process, before its
-// result returns. So a crash of the process loses at most the records of
-// calls without side effects appended in the last GroupWindow; a power
-// loss or kernel crash loses the records appended since the last sync
-// finished: about the last GroupWindow (plus the time of two fsyncs), and
-// never more than Options.MaxBatch records. Close and Sync write and sync
-// at once. In EveryRecord mode Append returns only after its record is
-// written, fsynced and named by the head file; concurrent Appends share
+// Several writers may append to one log at once: Logs in other
+// processes, or several in one process. Each Append takes an exclusive
+// lock on the file (flock) for as long as it takes to find where the log
+// ends, chain its record onto the last record there (whoever wrote it) and
+// write the line in one write call; Options.LockWait bounds its wait for
+// the lock. So the log holds one chain, and Verify checks all of it. (On
+// platforms without flock the lock does nothing, and the log must have
+// one writer at a time.)
+//
+// Durability is chosen by Options.Sync. In both modes the record is in the
+// file when Append returns: in the kernel's page cache, safe from a crash
+// of the process. In GroupCommit mode (the default) a background syncer
+// fsyncs the file within Options.GroupWindow, many records per fsync, and
+// then updates the head file. So a power loss or kernel crash loses the
+// records appended since the last sync finished: about the last
+// GroupWindow (plus the time of two fsyncs), and never more than
+// Options.MaxBatch records of each Log. Close and Sync sync at once; Flush
+// has nothing to do. In EveryRecord mode Append returns only after its
+// record is fsynced and named by the head file; concurrent Appends share
 // fsyncs. A failed write or sync is reported by the next Append, by Sync
 // and by Close, and the Log refuses further records: Close it and Open the
 // file again, which checks its tail first.
+//
+// The head file names the last record known to be on disk. Every writer
+// updates it after its fsyncs, holding the lock, and never to an earlier
+// record than it names.
+//
+// A writer killed in the middle of an Append (kill -9, a crash) can leave
+// a line cut short at the end of the log. The next writer to take the lock
+// (an Append, or Open) cuts it: it truncates the file to the end of its
+// last complete line. No Append returned that record, and the head file
+// never names it; nothing complete is lost. Until then Verify reports the
+// line as malformed ("a write cut short"). A writer killed while it
+// replaced the head file can leave a temporary file beside it
+// (audit.jsonl.head.tmp...), which does no harm and may be removed.
 //
 // Open checks the tail of the log against the head file, so it does not
 // extend a log cut short or a last record edited; Verify checks every
@@ -109,7 +127,8 @@ var (
 	// ErrTailUnverified: Open found a log whose tail does not verify
 	// against itself or its head file, and will not extend it.
 	ErrTailUnverified = errors.New("audit: the log's tail does not verify")
-	// ErrLocked: another Log (in this process or another) has the file open.
+	// ErrLocked: another writer (in this process or another) held the
+	// log's lock for all of Options.LockWait.
 	ErrLocked = errors.New("audit: log is in use by another writer")
 	// ErrRecordTooLarge: the record would be longer than MaxRecordBytes.
 	ErrRecordTooLarge = errors.New("audit: record over MaxRecordBytes")
@@ -188,7 +207,7 @@ type Options struct {
 	// records before it fsyncs; DefaultGroupWindow when zero, at most
 	// MaxGroupWindow. Unused by EveryRecord.
 	GroupWindow time.Duration
-	// MaxBatch is the most records that may be written but not yet
+	// MaxBatch is the most records this Log may have written but not yet
 	// synced: when that many wait, the syncer starts without waiting out
 	// the window, and further Appends wait for it. DefaultMaxBatch when
 	// zero.
@@ -200,10 +219,11 @@ type Options struct {
 	Redact func(*Entry)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// LockWait is how long Open waits for another writer (another
-	// process) to close the log, at most MaxLockWait; zero refuses at
-	// once with ErrLocked. Short-lived writers, such as one CLI call, wait
-	// their turn instead of failing.
+	// LockWait is how long one Append (or Open, or a head update) waits
+	// for the log's lock while other writers hold it; past it, it fails
+	// with ErrLocked and the Log stays usable. DefaultLockWait when zero,
+	// at most MaxLockWait. Writers hold the lock for microseconds: a
+	// long wait means one is stuck (stopped, or on a hung disk).
 	LockWait time.Duration
 
 	// syncFile replaces f.Sync, for tests that make a sync fail.
@@ -227,17 +247,20 @@ type Log struct {
 	quit   chan struct{} // closed by Close: the syncer stops
 	done   chan struct{} // closed by the syncer when it has stopped
 
-	mu     sync.Mutex
-	cond   *sync.Cond // on mu: synced advanced, err set or closed
-	seq    uint64     // last record written
-	hash   string     // its hash
-	synced uint64     // last record fsynced and named by the head file
-	err    error      // first write or sync failure; sticky
-	closed bool
-	buf    []byte // line being built; reused
+	mu       sync.Mutex
+	cond     *sync.Cond // on mu: synced advanced, err set or closed
+	seq      uint64     // last record of the log as this Log last saw it
+	hash     string     // its hash
+	end      int64      // file offset just past it
+	synced   uint64     // last record fsynced and named by the head file
+	unsynced uint64     // records this Log wrote and no sync has covered yet
+	err      error      // first write or sync failure; sticky
+	closed   bool
+	buf      []byte // line being built; reused
 
-	// pending holds records chained but not yet written, oldest first.
-	pending []byte
+	// abandoned, when set, is closed once a wait for the lock that ran
+	// out has ended: see lock.
+	abandoned chan struct{}
 }
 
 // entryBufs holds the buffers Append encodes entries in, so that a record
@@ -248,28 +271,63 @@ var entryBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &
 // huge entry (a long Note) is not held on to.
 const maxPooledEntryBytes = 16 << 10
 
-// MaxPendingBytes is how many bytes of records GroupCommit gathers in
-// memory before it writes them without waiting for the syncer.
-const MaxPendingBytes = 64 << 10
+// DefaultLockWait is the default of Options.LockWait.
+const DefaultLockWait = 10 * time.Second
 
 // MaxLockWait bounds Options.LockWait.
 const MaxLockWait = time.Minute
 
-// lockPoll is how often Open tries the lock again while it waits.
-const lockPoll = 20 * time.Millisecond
-
-// lockWaiting takes the log's lock, trying again for up to wait while
-// another writer holds it.
-func lockWaiting(f *os.File, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		err := lockFile(f)
-		if !errors.Is(err, ErrLocked) || !time.Now().Before(deadline) {
+// lock takes the log file's lock, waiting up to LockWait while other
+// writers hold it. l.mu must be held (or the Log not yet shared): two
+// flocks through one file descriptor would share one lock.
+func (l *Log) lock() error {
+	if l.abandoned == nil {
+		if err := lockFile(l.f, false); !errors.Is(err, ErrLocked) {
 			return err
 		}
-		time.Sleep(lockPoll)
+	}
+	timer := time.NewTimer(l.lockWait)
+	defer timer.Stop()
+	if l.abandoned != nil {
+		select {
+		case <-l.abandoned:
+			l.abandoned = nil
+		case <-timer.C:
+			return ErrLocked
+		}
+	}
+	// A blocking flock cannot be cancelled: it runs in a goroutine of its
+	// own, and if the wait runs out first it lets the lock go as soon as
+	// it has it. The next lock waits for that first.
+	got := make(chan error, 1)
+	go func() { got <- lockFile(l.f, true) }()
+	select {
+	case err := <-got:
+		return err
+	case <-timer.C:
+		ended := make(chan struct{})
+		go func() {
+			if <-got == nil {
+				unlockFile(l.f)
+			}
+			close(ended)
+		}()
+		l.abandoned = ended
+		return ErrLocked
 	}
 }
+
+// lockFailed says why lock failed, and what to look at.
+func (l *Log) lockFailed(err error) error {
+	if errors.Is(err, ErrLocked) {
+		return fmt.Errorf("audit: %s: waited %v for the lock; is another airlock process stuck (stopped, or on a hung disk)?: %w", l.path, l.lockWait, err)
+	}
+	return fmt.Errorf("audit: %s: locking the log: %w", l.path, err)
+}
+
+// unlock lets the lock go. Unlocking an open file does not fail; should
+// it, the next writer waits out its LockWait and reports ErrLocked.
+func (l *Log) unlock() { unlockFile(l.f) }
 
 // HeadPath is the head file of the log at path.
 func HeadPath(path string) string { return path + ".head" }
@@ -278,7 +336,7 @@ func HeadPath(path string) string { return path + ".head" }
 // 0600) and its directory (0700) when they do not exist. An existing log
 // is continued only if its last record verifies and agrees with the head
 // file; otherwise Open refuses with ErrTailUnverified, and Verify tells
-// which record is wrong. Only one Log may have a file open at a time.
+// which record is wrong. Any number of Logs may have a file open at once.
 func Open(path string, opts *Options) (*Log, error) {
 	l, err := openFile(path, opts)
 	if err != nil {
@@ -302,12 +360,14 @@ func openFile(path string, opts *Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: opening the log: %w", err)
 	}
-	if err := lockWaiting(f, l.lockWait); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("audit: %s: %w", path, err)
-	}
 	l.f = f
-	if err := l.resume(); err != nil {
+	if err := l.lock(); err != nil {
+		f.Close()
+		return nil, l.lockFailed(err)
+	}
+	err = l.resume()
+	l.unlock()
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -348,6 +408,9 @@ func configure(path string, o *Options) (*Log, error) {
 	if l.mode == EveryRecord {
 		l.window = 0
 	}
+	if l.lockWait == 0 {
+		l.lockWait = DefaultLockWait
+	}
 	l.maxBatch = uint64(o.MaxBatch)
 	if l.maxBatch == 0 {
 		l.maxBatch = DefaultMaxBatch
@@ -362,7 +425,8 @@ func configure(path string, o *Options) (*Log, error) {
 }
 
 // resume reads where the chain stands: the head file and the log's tail,
-// which must agree. A new log gets a head file naming seq 0.
+// which must agree. A new log gets a head file naming seq 0. A line cut
+// short at the end is cut off. The lock must be held.
 func (l *Log) resume() error {
 	h, ok, err := readHead(HeadPath(l.path))
 	if err != nil {
@@ -372,40 +436,56 @@ func (l *Log) resume() error {
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	if st.Size() == 0 {
-		switch {
-		case ok && h.Seq > 0:
-			return l.refuse("the log is empty but its head file names seq %d: the log was truncated", h.Seq)
-		case !ok:
-			if err := writeHead(HeadPath(l.path), head{}); err != nil {
-				return err
-			}
-			if err := syncDir(filepath.Dir(l.path)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if !ok {
-		return l.refuse("the head file %s is missing, so records cut from the end could not be told", HeadPath(l.path))
-	}
-	last, err := checkTail(l.f, st.Size(), h)
+	_, end, err := lastLine(l.f, st.Size())
 	if err != nil {
 		return l.refuse("%v", err)
 	}
-	l.seq, l.hash = last.Seq, last.Hash
-	l.synced = h.Seq
-	if last.Seq > h.Seq {
-		// Records written by a writer that stopped before it synced them:
-		// make them durable and name them now.
+	switch {
+	case !ok && st.Size() == 0:
+		if err := writeHead(HeadPath(l.path), head{}); err != nil {
+			return err
+		}
+		if err := syncDir(filepath.Dir(l.path)); err != nil {
+			return err
+		}
+	case !ok:
+		return l.refuse("the head file %s is missing, so records cut from the end could not be told", HeadPath(l.path))
+	case end == 0 && h.Seq > 0:
+		return l.refuse("the log holds no record but its head file names seq %d: the log was truncated", h.Seq)
+	case end > 0:
+		last, err := checkTail(l.f, end, h)
+		if err != nil {
+			return l.refuse("%v", err)
+		}
+		l.seq, l.hash, l.synced = last.Seq, last.Hash, h.Seq
+	}
+	if err := l.cut(end, st.Size()); err != nil {
+		return err
+	}
+	if l.seq > h.Seq {
+		// Records written by a writer that has not synced them yet, or
+		// stopped first: make them durable and name them now.
 		if err := l.syncFile(l.f); err != nil {
 			return fmt.Errorf("audit: syncing %s: %w", l.path, err)
 		}
-		if err := writeHead(HeadPath(l.path), head{Seq: last.Seq, Hash: last.Hash}); err != nil {
+		if err := writeHead(HeadPath(l.path), head{Seq: l.seq, Hash: l.hash}); err != nil {
 			return err
 		}
-		l.synced = last.Seq
+		l.synced = l.seq
 	}
+	return nil
+}
+
+// cut truncates the log to end, the end of its last complete line, when
+// it is longer (size): what follows is a line cut short by a writer that
+// died in the middle of an append. The lock must be held.
+func (l *Log) cut(end, size int64) error {
+	if end < size {
+		if err := l.f.Truncate(end); err != nil {
+			return fmt.Errorf("audit: cutting the incomplete last line of %s: %w", l.path, err)
+		}
+	}
+	l.end = end
 	return nil
 }
 
@@ -417,9 +497,9 @@ func (l *Log) refuse(format string, args ...any) error {
 // Append adds a record for e and returns it. Options.Redact is applied to
 // a copy of e first; e itself is not changed (the record returned may share
 // e.Stages when nothing changed them). Records are written in seq
-// order whatever the number of goroutines appending. In GroupCommit mode
-// the record is in the file (not yet on disk) when Append returns; in
-// EveryRecord mode it is on disk and named by the head file.
+// order whatever the number of goroutines and writers appending. The
+// record is in the file when Append returns; in EveryRecord mode it is on
+// disk too, and named by the head file.
 func (l *Log) Append(e Entry) (Record, error) {
 	if l == nil || l.cond == nil {
 		return Record{}, ErrClosed
@@ -449,7 +529,7 @@ func (l *Log) Append(e Entry) (Record, error) {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.err == nil && !l.closed && l.seq-l.synced >= l.maxBatch {
+	for l.err == nil && !l.closed && l.unsynced >= l.maxBatch {
 		signal(l.urgent)
 		l.cond.Wait()
 	}
@@ -459,26 +539,10 @@ func (l *Log) Append(e Entry) (Record, error) {
 	if l.err != nil {
 		return Record{}, l.err
 	}
-	if l.seq == math.MaxUint64 {
-		return Record{}, fmt.Errorf("audit: %s: seq is at its maximum; start a new log", l.path)
-	}
-	rec := Record{Seq: l.seq + 1, Time: l.now().UTC().Round(0), Prev: l.hash, Entry: e}
-	line, hash, err := encodeRecord(l.buf[:0], rec.Seq, rec.Time, rec.Prev, entry)
+	rec, err := l.write(e, entry)
 	if err != nil {
 		return Record{}, err
 	}
-	l.buf = line
-	if len(line) > MaxRecordBytes {
-		return Record{}, fmt.Errorf("audit: record of %d bytes, over %d: %w", len(line), MaxRecordBytes, ErrRecordTooLarge)
-	}
-	l.pending = append(l.pending, line...)
-	if l.mode == EveryRecord || len(l.pending) >= MaxPendingBytes {
-		if err := l.writePending(); err != nil {
-			return Record{}, err
-		}
-	}
-	rec.Hash = hash
-	l.seq, l.hash = rec.Seq, hash
 	if l.mode == GroupCommit {
 		signal(l.kick)
 		return rec, nil
@@ -493,35 +557,88 @@ func (l *Log) Append(e Entry) (Record, error) {
 	return rec, nil
 }
 
-// writePending writes the records waiting in memory, in one write call.
+// write chains a record of e onto the last record of the log and writes
+// it, holding the lock throughout, so that no other writer comes between.
 // l.mu must be held.
-func (l *Log) writePending() error {
-	if l.err != nil || len(l.pending) == 0 {
-		return l.err
+func (l *Log) write(e Entry, entry []byte) (Record, error) {
+	if err := l.lock(); err != nil {
+		return Record{}, l.lockFailed(err)
 	}
-	if _, err := l.f.Write(l.pending); err != nil {
-		// The file may now end in part of a line: nothing more may follow.
+	defer l.unlock()
+	if err := l.catchUp(); err != nil {
+		return Record{}, err
+	}
+	if l.seq == math.MaxUint64 {
+		return Record{}, fmt.Errorf("audit: %s: seq is at its maximum; start a new log", l.path)
+	}
+	rec := Record{Seq: l.seq + 1, Time: l.now().UTC().Round(0), Prev: l.hash, Entry: e}
+	line, hash, err := encodeRecord(l.buf[:0], rec.Seq, rec.Time, rec.Prev, entry)
+	if err != nil {
+		return Record{}, err
+	}
+	l.buf = line
+	if len(line) > MaxRecordBytes {
+		return Record{}, fmt.Errorf("audit: record of %d bytes, over %d: %w", len(line), MaxRecordBytes, ErrRecordTooLarge)
+	}
+	if _, err := l.f.Write(line); err != nil {
+		// The file may now end in part of a line, which the next writer
+		// cuts; this Log, which may not know where the file ends, stops.
 		l.err = fmt.Errorf("audit: writing %s: %w", l.path, err)
 		l.cond.Broadcast()
-		return l.err
+		return Record{}, l.err
 	}
-	l.pending = l.pending[:0]
-	return nil
+	rec.Hash = hash
+	l.seq, l.hash, l.end = rec.Seq, hash, l.end+int64(len(line))
+	l.unsynced++
+	return rec, nil
 }
 
-// Flush writes the records appended so far to the file, without waiting
-// for an fsync, so that a crash of the process can no longer lose them.
+// catchUp finds where the log ends now. If it has grown since this Log's
+// last record, other writers appended: the next record follows the last
+// of theirs. A line cut short at the end is cut off. The lock must be
+// held.
+func (l *Log) catchUp() error {
+	st, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	if st.Size() == l.end {
+		return nil
+	}
+	line, end, err := lastLine(l.f, st.Size())
+	if err != nil {
+		return l.refuse("%v", err)
+	}
+	switch {
+	case end < l.end:
+		return l.refuse("the log ends at byte %d, before this writer's last record, which ended at byte %d: it was truncated", end, l.end)
+	case end > l.end:
+		seq, hash, err := tailRecord(line)
+		if err != nil {
+			return l.refuse("the last line, another writer's, %v", err)
+		}
+		if seq <= l.seq {
+			return l.refuse("the last record, another writer's, is seq %d, not past seq %d", seq, l.seq)
+		}
+		l.seq, l.hash = seq, hash
+	}
+	return l.cut(end, st.Size())
+}
+
+// Flush returns the first write or sync failure the Log met, if any. It
+// has nothing else to do: every record is in the file when Append
+// returns, safe from a crash of the process.
 func (l *Log) Flush() error {
 	if l == nil || l.cond == nil {
 		return ErrClosed
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.writePending()
+	return l.err
 }
 
-// Sync makes every record appended so far durable and names the last one
-// in the head file before it returns.
+// Sync makes every record this Log appended so far durable, and the head
+// file name the last (or a later one), before it returns.
 func (l *Log) Sync() error {
 	if l == nil || l.cond == nil {
 		return ErrClosed
@@ -542,8 +659,9 @@ func (l *Log) Sync() error {
 	return nil
 }
 
-// Head returns the seq and hash of the last record appended: what a
-// verifier elsewhere can keep to anchor the chain.
+// Head returns the seq and hash of the last record of the log as this Log
+// last saw it (its own last record, or a later one of another writer):
+// what a verifier elsewhere can keep to anchor the chain.
 func (l *Log) Head() (seq uint64, hash string) {
 	if l == nil || l.cond == nil {
 		return 0, ""
@@ -610,39 +728,69 @@ func (l *Log) run() {
 	}
 }
 
-// syncNow fsyncs what has been written and replaces the head file. Only
-// the syncer calls it, and Close once the syncer has stopped.
+// syncNow fsyncs the log and has the head file name the last record this
+// Log saw before it: its own last, or a later one of another writer,
+// which the fsync covers too. Only the syncer calls it, and Close once the
+// syncer has stopped.
 func (l *Log) syncNow() {
 	// Whoever signalled before this point wrote before it: this sync
 	// covers them, so their signals need no second one.
 	drain(l.kick)
 	drain(l.urgent)
 	l.mu.Lock()
-	l.writePending()
 	if l.err != nil || l.seq == l.synced {
 		l.mu.Unlock()
 		return
 	}
-	seq, hash := l.seq, l.hash
+	h, n := head{Seq: l.seq, Hash: l.hash}, l.unsynced
 	l.mu.Unlock()
 
+	// The fsyncs, of the log and of the new head file, without the lock.
+	var tmp string
 	err := l.syncFile(l.f)
 	if err != nil {
 		err = fmt.Errorf("audit: syncing %s: %w", l.path, err)
 	} else {
-		err = writeHead(HeadPath(l.path), head{Seq: seq, Hash: hash})
+		tmp, err = newHead(HeadPath(l.path), h)
 	}
 
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		err = l.nameHead(tmp, h)
+	}
 	if err != nil {
 		if l.err == nil {
 			l.err = err
 		}
 	} else {
-		l.synced = seq
+		l.synced, l.unsynced = h.Seq, l.unsynced-n
 	}
 	l.cond.Broadcast()
-	l.mu.Unlock()
+}
+
+// nameHead renames tmp, a head file naming h, over the head file, unless
+// that names h or a later record already: other writers update it too,
+// and it must never go back. l.mu must be held.
+func (l *Log) nameHead(tmp string, h head) error {
+	if err := l.lock(); err != nil {
+		os.Remove(tmp)
+		return l.lockFailed(err)
+	}
+	defer l.unlock()
+	cur, ok, err := readHead(HeadPath(l.path))
+	switch {
+	case err != nil:
+		err = l.refuse("%v", err)
+	case ok && cur.Seq >= h.Seq:
+	default:
+		if err = os.Rename(tmp, HeadPath(l.path)); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("audit: writing the head file: %w", err)
+	}
+	os.Remove(tmp)
+	return err
 }
 
 // signal wakes the syncer without blocking; one pending signal is enough.

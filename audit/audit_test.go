@@ -296,26 +296,59 @@ func writeLines(t testing.TB, path string, lines []string) {
 	}
 }
 
-func TestOpenLocks(t *testing.T) {
+// TestTwoLogsOneChain: two Logs of one file, in one process, append in
+// turn and then at once; their records make one chain.
+func TestTwoLogsOneChain(t *testing.T) {
+	if !writersApart {
+		t.Skip("no flock here: writers are not kept apart")
+	}
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l2, err := Open(path, nil); !errors.Is(err, ErrLocked) {
-		if err == nil {
-			l2.Close()
+	var logs [2]*Log
+	for i := range logs {
+		l, err := Open(path, nil)
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
 		}
-		t.Errorf("second Open: got %v, want ErrLocked", err)
+		logs[i] = l
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
+	var prev Record
+	for i := range 6 {
+		r, err := logs[i%2].Append(entry(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Seq != prev.Seq+1 || r.Prev != prev.Hash {
+			t.Errorf("Log %d: seq %d prev %.8s, want seq %d prev %.8s", i%2, r.Seq, r.Prev, prev.Seq+1, prev.Hash)
+		}
+		if seq, hash := logs[i%2].Head(); seq != r.Seq || hash != r.Hash {
+			t.Errorf("Log %d: Head %d, want %d", i%2, seq, r.Seq)
+		}
+		prev = r
 	}
-	l, err = Open(path, nil)
-	if err != nil {
-		t.Fatalf("Open after Close: %v", err)
+	const each = 100
+	var wg sync.WaitGroup
+	for i, l := range logs {
+		for g := range 2 {
+			wg.Go(func() {
+				for k := range each {
+					if _, err := l.Append(entry(1000*(2*i+g) + k)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
 	}
-	l.Close()
+	wg.Wait()
+	for _, l := range logs {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = 6 + 4*each
+	if rep := mustVerify(t, path); !rep.OK || rep.Records != total || rep.Seq != total || rep.PastHead != 0 {
+		t.Errorf("Verify: got %+v, want OK with %d records, all named by the head", rep, total)
+	}
 }
 
 func TestConcurrentAppend(t *testing.T) {
@@ -395,12 +428,10 @@ func TestRedactHook(t *testing.T) {
 	}
 }
 
-// TestGroupCommitWritesAtOnce: the record is in the file when Append
-// returns, long before the syncer's window ends.
-// TestGroupCommitFlush: GroupCommit keeps records in memory until the
-// syncer or Flush writes them; after Flush each is in the file, identical
-// to json.Marshal of the record, before any fsync.
-func TestGroupCommitFlush(t *testing.T) {
+// TestGroupCommitWritesAtOnce: each record is in the file when Append
+// returns, identical to json.Marshal of the record, long before the
+// syncer's window ends; Flush has nothing left to do.
+func TestGroupCommitWritesAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l, err := Open(path, &Options{GroupWindow: MaxGroupWindow})
 	if err != nil {
@@ -412,16 +443,13 @@ func TestGroupCommitFlush(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lines := readLines(t, path); len(lines) != i-1 {
-			t.Fatalf("after Append %d and before Flush: file has %d lines, want %d", i, len(lines), i-1)
-		}
-		if err := l.Flush(); err != nil {
-			t.Fatal(err)
-		}
 		lines := readLines(t, path)
 		want, _ := json.Marshal(r)
 		if got := lines[len(lines)-1]; len(lines) != i || got != string(want)+"\n" {
-			t.Fatalf("after Flush %d: file has %d lines, last %q; want %d, last %s", i, len(lines), got, i, want)
+			t.Fatalf("after Append %d: file has %d lines, last %q; want %d, last %s", i, len(lines), got, i, want)
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := l.Sync(); err != nil {
@@ -433,22 +461,23 @@ func TestGroupCommitFlush(t *testing.T) {
 	}
 }
 
-// TestGroupCommitWritesWithinWindow: without Flush, the syncer writes and
-// syncs the records by itself.
-func TestGroupCommitWritesWithinWindow(t *testing.T) {
+// TestGroupCommitSyncsWithinWindow: without Sync, the syncer names the
+// record in the head file by itself.
+func TestGroupCommitSyncsWithinWindow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l, err := Open(path, &Options{GroupWindow: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := l.Append(entry(1)); err != nil {
+	r, err := l.Append(entry(1))
+	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second) // generous: a loaded machine
-	for len(readLines(t, path)) != 1 {
+	for h, _, _ := readHead(HeadPath(path)); h.Seq != r.Seq; h, _, _ = readHead(HeadPath(path)) {
 		if time.Now().After(deadline) {
-			t.Fatal("the syncer did not write the record")
+			t.Fatalf("the syncer did not name the record: the head file names seq %d", h.Seq)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -639,6 +668,7 @@ func TestInvalidOptions(t *testing.T) {
 		{GroupWindow: -time.Millisecond},
 		{GroupWindow: MaxGroupWindow + 1},
 		{MaxBatch: -1},
+		{LockWait: -time.Second},
 	} {
 		if l, err := Open(filepath.Join(t.TempDir(), "a.jsonl"), &o); !errors.Is(err, ErrInvalidOptions) {
 			if err == nil {
@@ -727,27 +757,79 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 }
 
-func TestLockWait(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	first, err := Open(path, nil)
+// holdLock takes the log's lock as a stuck writer would, on a file
+// descriptor of its own, and returns what lets it go.
+func holdLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path, nil); !errors.Is(err, ErrLocked) {
-		t.Fatalf("a second writer without LockWait: %v, want ErrLocked", err)
+	if err := lockFile(f, true); err != nil {
+		f.Close()
+		t.Fatal(err)
 	}
-	if _, err := Open(path, &Options{LockWait: 50 * time.Millisecond}); !errors.Is(err, ErrLocked) {
-		t.Fatalf("a second writer whose wait runs out: %v, want ErrLocked", err)
+	return func() { f.Close() }
+}
+
+// TestLockWait: while another writer holds the lock, Open and Append wait
+// for it up to LockWait, then fail with ErrLocked; the Log stays usable,
+// and the next Append that gets the lock goes on with the chain.
+func TestLockWait(t *testing.T) {
+	if !writersApart {
+		t.Skip("no flock here: writers are not kept apart")
 	}
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		first.Close()
-	}()
-	second, err := Open(path, &Options{LockWait: 30 * time.Second})
+	const wait = 50 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	release := holdLock(t, path)
+	if _, err := Open(path, &Options{LockWait: wait}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Open while another writer holds the lock: %v, want ErrLocked", err)
+	}
+	release()
+	l, err := Open(path, &Options{LockWait: wait})
 	if err != nil {
-		t.Fatalf("a second writer that waits for the first to close: %v", err)
+		t.Fatal(err)
 	}
-	second.Close()
+	defer l.Close()
+	if _, err := l.Append(entry(1)); err != nil {
+		t.Fatal(err)
+	}
+
+	release = holdLock(t, path)
+	for i := range 2 { // the second waits out the first's abandoned wait
+		start := time.Now()
+		if _, err := l.Append(entry(2)); !errors.Is(err, ErrLocked) {
+			t.Fatalf("Append %d while another writer holds the lock: %v, want ErrLocked", i, err)
+		}
+		if took := time.Since(start); took < wait {
+			t.Errorf("Append %d gave up after %v, before LockWait (%v)", i, took, wait)
+		}
+	}
+	release()
+	r, err := l.Append(entry(2))
+	if err != nil {
+		t.Fatalf("Append once the lock is free: %v", err)
+	}
+	if r.Seq != 2 {
+		t.Errorf("Append after the refusals: seq %d, want 2", r.Seq)
+	}
+
+	// A writer that lets the lock go within LockWait is waited for.
+	release = holdLock(t, path)
+	time.AfterFunc(wait, release)
+	w, err := Open(path, &Options{LockWait: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("Open while another writer holds the lock for a while: %v", err)
+	}
+	if r, err := w.Append(entry(3)); err != nil || r.Seq != 3 {
+		t.Fatalf("Append of a second Log: seq %d, %v; want seq 3", r.Seq, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := mustVerify(t, path); !rep.OK || rep.Records != 3 {
+		t.Errorf("Verify: %+v", rep)
+	}
 	if _, err := Open(path, &Options{LockWait: MaxLockWait + time.Second}); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("LockWait past MaxLockWait: %v, want ErrInvalidOptions", err)
 	}

@@ -4,6 +4,11 @@ package audit
 
 import "os"
 
-// lockFile does nothing here: on this platform a second writer is not
-// kept out, and must not be started.
-func lockFile(*os.File) error { return nil }
+// writersApart: nothing keeps writers apart here.
+const writersApart = false
+
+// lockFile does nothing here: on this platform writers are not kept
+// apart, so the log must have one writer at a time.
+func lockFile(*os.File, bool) error { return nil }
+
+func unlockFile(*os.File) error { return nil }

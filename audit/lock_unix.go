@@ -8,22 +8,46 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive advisory lock on the open log, so that no
-// second writer, in this process or another, forks its chain. The lock
-// goes with the file descriptor.
-func lockFile(f *os.File) error {
+// writersApart: the lock keeps writers apart here, so that several may
+// append to one log.
+const writersApart = true
+
+// lockFile takes the exclusive advisory lock (flock) on the open log,
+// which every writer holds around each append and head update, so that
+// no two of them chain onto the same record. With wait it blocks until
+// the lock is free; without, ErrLocked says another writer holds it. The
+// lock goes with the open file description: two Logs in one process
+// exclude each other as two processes do.
+func lockFile(f *os.File, wait bool) error {
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	err := flock(f, how)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return ErrLocked
+	}
+	return err
+}
+
+// unlockFile lets the lock go.
+func unlockFile(f *os.File) error { return flock(f, syscall.LOCK_UN) }
+
+func flock(f *os.File, how int) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	var lerr error
+	var ferr error
 	if err := rc.Control(func(fd uintptr) {
-		lerr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
+		for {
+			ferr = syscall.Flock(int(fd), how)
+			if ferr != syscall.EINTR {
+				return
+			}
+		}
 	}); err != nil {
 		return err
 	}
-	if errors.Is(lerr, syscall.EWOULDBLOCK) {
-		return ErrLocked
-	}
-	return lerr
+	return ferr
 }

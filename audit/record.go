@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -285,15 +286,29 @@ func (h head) encode() []byte {
 	return append(b, "\"}\n"...)
 }
 
-// writeHead replaces the head file atomically: a temporary file, fsynced,
-// renamed over it. The directory is not fsynced each time: a rename lost
-// to a power cut leaves an older head, which names an earlier record and
-// so still verifies.
+// writeHead replaces the head file atomically: see newHead.
 func writeHead(path string, h head) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	tmp, err := newHead(path, h)
 	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("audit: writing the head file: %w", err)
+	}
+	return nil
+}
+
+// newHead writes h to a new temporary file beside the head file at path,
+// fsynced, and returns its name: renamed over the head file, it replaces
+// it atomically. Each writer has a file of its own, so that only the
+// rename needs the log's lock. The directory is not fsynced each time: a
+// rename lost to a power cut leaves an older head, which names an earlier
+// record and so still verifies.
+func newHead(path string, h head) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("audit: writing the head file: %w", err)
 	}
 	_, err = f.Write(h.encode())
 	if err == nil {
@@ -302,14 +317,11 @@ func writeHead(path string, h head) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("audit: writing the head file: %w", err)
+		os.Remove(f.Name())
+		return "", fmt.Errorf("audit: writing the head file: %w", err)
 	}
-	return nil
+	return f.Name(), nil
 }
 
 // syncDir makes a new file's name in dir durable.
@@ -325,19 +337,12 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// checkTail reads the log backwards from its end until it reaches the
-// record the head file names, checking each record's hash and its link to
-// the next, and returns the last record. Any doubt is an error: this is
-// what Open appends to.
-func checkTail(f *os.File, size int64, h head) (*parsed, error) {
-	var last [1]byte
-	if _, err := f.ReadAt(last[:], size-1); err != nil {
-		return nil, fmt.Errorf("reading the log: %v", err)
-	}
-	if last[0] != '\n' {
-		return nil, errors.New("the last line is incomplete (a write cut short?)")
-	}
-	tr := &tailReader{f: f, start: size}
+// checkTail reads the log backwards from end, the end of its last
+// complete line, until it reaches the record the head file names,
+// checking each record's hash and its link to the next, and returns the
+// last record. Any doubt is an error: this is what Open appends to.
+func checkTail(f *os.File, end int64, h head) (*parsed, error) {
+	tr := &tailReader{f: f, start: end}
 	var newest, next *parsed
 	for {
 		line, off, err := tr.prev()
@@ -378,6 +383,55 @@ func checkTail(f *os.File, size int64, h head) (*parsed, error) {
 	}
 }
 
+// lastLine returns the last complete line of the file's first size bytes,
+// without its newline (nil when there is none), and end, the offset just
+// past it: the end of the complete lines. Bytes after end are a line cut
+// short by a writer that died in the middle of an append.
+func lastLine(f *os.File, size int64) (line []byte, end int64, err error) {
+	t := &tailReader{f: f, start: size}
+	for {
+		if i := bytes.LastIndexByte(t.buf, '\n'); i >= 0 {
+			end = t.start + int64(i+1) // before prev moves t.start
+			t.buf = t.buf[:i+1]
+			line, _, err = t.prev()
+			return line, end, err
+		}
+		if t.start == 0 {
+			return nil, 0, nil
+		}
+		if err := t.more(); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// tailRecord reads the seq and hash of the last record of the log, which
+// another writer appended: what chaining onto it takes, and cheap, since
+// an Append does it holding the lock. It checks the line's two ends are
+// in the form the log writes and its hash is that of its content, as the
+// package doc defines it; Verify checks the rest.
+func tailRecord(line []byte) (seq uint64, hash string, err error) {
+	const hashMember, end = `,"hash":"`, `"}`
+	body := len(line) - len(hashMember) - hashLen - len(end) // where the hash member starts
+	rest, ok := bytes.CutPrefix(line, []byte(`{"seq":`))
+	if !ok || body < 0 || !bytes.HasPrefix(line[body:], []byte(hashMember)) || !bytes.HasSuffix(line, []byte(end)) {
+		return 0, "", errors.New("is not a record in the form the log writes")
+	}
+	digits, _, _ := bytes.Cut(rest, []byte(","))
+	seq, err = strconv.ParseUint(string(digits), 10, 64)
+	if err != nil {
+		return 0, "", errors.New("has no seq")
+	}
+	sum := sha256.New()
+	sum.Write(line[:body])
+	sum.Write([]byte("}"))
+	hash = string(line[body+len(hashMember) : len(line)-len(end)])
+	if hex.EncodeToString(sum.Sum(nil)) != hash {
+		return 0, "", fmt.Errorf("(seq %d) does not match its hash: it was edited", seq)
+	}
+	return seq, hash, nil
+}
+
 // tailReader returns a file's lines from the last to the first.
 type tailReader struct {
 	f     *os.File
@@ -385,8 +439,9 @@ type tailReader struct {
 	buf   []byte // the unread part of the file's end, ending in '\n'
 }
 
-// tailChunk is how much tailReader reads at a time.
-const tailChunk = 64 << 10
+// tailChunk is the least tailReader reads at a time: a few records, since
+// an Append reads the last record another writer appended.
+const tailChunk = 4 << 10
 
 // prev returns the line before those already returned, without its
 // newline, and its offset; nil at the start of the file.
@@ -401,15 +456,24 @@ func (t *tailReader) prev() ([]byte, int64, error) {
 		} else if t.start == 0 {
 			return nil, 0, nil
 		}
-		if len(t.buf) > MaxRecordBytes {
-			return nil, 0, fmt.Errorf("a line before byte offset %d is longer than MaxRecordBytes", t.start+int64(len(t.buf)))
+		if err := t.more(); err != nil {
+			return nil, 0, err
 		}
-		n := min(int64(tailChunk), t.start)
-		grown := make([]byte, int(n)+len(t.buf))
-		if _, err := t.f.ReadAt(grown[:n], t.start-n); err != nil {
-			return nil, 0, fmt.Errorf("reading the log: %v", err)
-		}
-		copy(grown[n:], t.buf)
-		t.buf, t.start = grown, t.start-n
 	}
+}
+
+// more reads the part of the file before buf: at least tailChunk, and as
+// much as buf holds, so that a long line costs reads in proportion.
+func (t *tailReader) more() error {
+	if len(t.buf) > MaxRecordBytes {
+		return fmt.Errorf("a line before byte offset %d is longer than MaxRecordBytes", t.start+int64(len(t.buf)))
+	}
+	n := min(int64(max(tailChunk, len(t.buf))), t.start)
+	grown := make([]byte, int(n)+len(t.buf))
+	if _, err := t.f.ReadAt(grown[:n], t.start-n); err != nil {
+		return fmt.Errorf("reading the log: %v", err)
+	}
+	copy(grown[n:], t.buf)
+	t.buf, t.start = grown, t.start-n
+	return nil
 }

@@ -77,9 +77,11 @@ type Report struct {
 // record that is not where the chain says it should be, and how. An error
 // means the log could not be read at all.
 //
-// It may run while a Log appends: it reads the head file first, so the
+// It may run while Logs append: it reads the head file first, so the
 // head names no record past what it then reads, but a record being
-// written as it reads may show as a last line cut short.
+// written as it reads may show as a last line cut short (and, after a
+// writer died in the middle of an append, a line being cut as it reads,
+// as malformed).
 func Verify(path string) (Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
