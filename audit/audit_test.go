@@ -53,6 +53,13 @@ func entry(i int) Entry {
 // path and records.
 func writeLog(t testing.TB, n int, opts *Options) (string, []Record) {
 	t.Helper()
+	return writeLogBy(t, 1, n, opts)
+}
+
+// writeLogBy is writeLog with several writers, Logs of their own that
+// take turns: writer i%writers appends record i.
+func writeLogBy(t testing.TB, writers, n int, opts *Options) (string, []Record) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit", "audit.jsonl")
 	if opts == nil {
 		opts = &Options{}
@@ -60,20 +67,26 @@ func writeLog(t testing.TB, n int, opts *Options) (string, []Record) {
 	if opts.Now == nil {
 		opts.Now = clock()
 	}
-	l, err := Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
+	logs := make([]*Log, writers)
+	for w := range logs {
+		l, err := Open(path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[w] = l
 	}
 	var recs []Record
 	for i := 1; i <= n; i++ {
-		r, err := l.Append(entry(i))
+		r, err := logs[i%writers].Append(entry(i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
+	for _, l := range logs {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return path, recs
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -23,7 +24,8 @@ func forge(t testing.TB, seq uint64, prev string, e Entry) string {
 }
 
 // TestVerifyTampering tampers with a log of six records (lines 1 to 6,
-// seq 1 to 6) in each way, and checks the first problem Verify names.
+// seq 1 to 6) in each way, and checks the first problem Verify names: a
+// log of one writer, and one of three that took turns.
 func TestVerifyTampering(t *testing.T) {
 	type lines = []string
 	const otherHash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -156,26 +158,31 @@ func TestVerifyTampering(t *testing.T) {
 		}, KindMalformed, 3, 0, 1},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path, recs := writeLog(t, 6, nil)
-			writeLines(t, path, tt.tamper(t, path, readLines(t, path), recs))
-			rep := mustVerify(t, path)
-			if rep.OK || len(rep.Problems) == 0 {
-				t.Fatalf("Verify: got OK, want a problem: %+v", rep)
-			}
-			got, want := rep.Problems[0], Problem{Kind: tt.kind, Line: tt.line, Seq: tt.seq}
-			if got.Kind != want.Kind || got.Line != want.Line || got.Seq != want.Seq || got.Message == "" {
-				t.Errorf("first problem: got %v, want %s at line %d seq %d", got, want.Kind, want.Line, want.Seq)
-			}
-			if tt.count > 0 && len(rep.Problems) != tt.count {
-				t.Errorf("got %d problems, want %d:", len(rep.Problems), tt.count)
-			}
-			if t.Failed() {
-				for _, p := range rep.Problems {
-					t.Log(p)
+		for _, writers := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/writers=%d", tt.name, writers), func(t *testing.T) {
+				path, recs := writeLogBy(t, writers, 6, nil)
+				if rep := mustVerify(t, path); !rep.OK || rep.Records != 6 || rep.PastHead != 0 {
+					t.Fatalf("Verify before tampering: %+v", rep)
 				}
-			}
-		})
+				writeLines(t, path, tt.tamper(t, path, readLines(t, path), recs))
+				rep := mustVerify(t, path)
+				if rep.OK || len(rep.Problems) == 0 {
+					t.Fatalf("Verify: got OK, want a problem: %+v", rep)
+				}
+				got, want := rep.Problems[0], Problem{Kind: tt.kind, Line: tt.line, Seq: tt.seq}
+				if got.Kind != want.Kind || got.Line != want.Line || got.Seq != want.Seq || got.Message == "" {
+					t.Errorf("first problem: got %v, want %s at line %d seq %d", got, want.Kind, want.Line, want.Seq)
+				}
+				if tt.count > 0 && len(rep.Problems) != tt.count {
+					t.Errorf("got %d problems, want %d:", len(rep.Problems), tt.count)
+				}
+				if t.Failed() {
+					for _, p := range rep.Problems {
+						t.Log(p)
+					}
+				}
+			})
+		}
 	}
 }
 
