@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 )
@@ -50,6 +51,46 @@ func benchAppend(b *testing.B, mode SyncMode) {
 func BenchmarkAppendGroupCommit(b *testing.B) { benchAppend(b, GroupCommit) }
 
 func BenchmarkAppendEveryRecord(b *testing.B) { benchAppend(b, EveryRecord) }
+
+// BenchmarkAppendWriters measures Append from W writer processes at once,
+// in GroupCommit mode, on one log: each appends b.N/W records of the
+// typical entry (the first also the remainder). ns/op is wall time per
+// record, from when all have the log open until the last has closed it
+// (synced) and exited.
+func BenchmarkAppendWriters(b *testing.B) {
+	if !writersApart {
+		b.Skip("no flock here: writers are not kept apart")
+	}
+	for _, writers := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "audit.jsonl")
+			ws := make([]*writerProc, writers)
+			for i := range ws {
+				n := b.N / writers
+				if i == 0 {
+					n += b.N % writers
+				}
+				ws[i] = startWriter(b, writerSpec{Log: path, Name: fmt.Sprintf("proc%d", i), Count: n, Wait: true})
+			}
+			for _, w := range ws {
+				w.waitReady(b)
+			}
+			b.ResetTimer()
+			for _, w := range ws {
+				w.start(b)
+			}
+			for _, w := range ws {
+				if err := w.finish(); err != nil {
+					b.Fatalf("writer %s: %v: %s", w.name, err, w.stderr.String())
+				}
+			}
+			b.StopTimer()
+			if rep, err := Verify(path); err != nil || !rep.OK || rep.Records != b.N {
+				b.Fatalf("Verify: %+v, %v; want OK with %d records", rep, err, b.N)
+			}
+		})
+	}
+}
 
 // BenchmarkVerify measures Verify per record of a log of 10000.
 func BenchmarkVerify(b *testing.B) {
