@@ -85,8 +85,7 @@ func airlockCall(bin, ws, storeURL string, extraEnv []string, key, command strin
 // the workspace) happens once, and each process prints the stored result
 // or in_progress. On Postgres and Redis the two run in workspaces of
 // their own, as two gateway replicas would, and race in the ledger alone;
-// on the embedded store they share one workspace, whose audit log takes
-// one writer at a time, so the second waits its turn and replays.
+// on the embedded store they share one workspace, and its audit log.
 func TestCallRaceExactlyOnce(t *testing.T) {
 	bin := buildAirlock(t, ".")
 	for _, st := range stores(t, "e2e_race") {
