@@ -8,19 +8,56 @@ import (
 )
 
 // Session is the durable state of one session: how far it went, what it
-// spent, the mode it runs in, and whether it is killed.
+// spent, the mode it runs in, whether it is killed, and whether it took
+// in flagged content. The values that reached it are its observations
+// (see Sessions.Observe).
 type Session struct {
 	ID string `json:"id"`
 	// Step counts the steps charged so far.
 	Step int64 `json:"step"`
 	// Tokens and MicroUSD are the budget spent: model tokens, and money
 	// in millionths of a US dollar (exact, never a float).
-	Tokens   int64     `json:"tokens"`
-	MicroUSD int64     `json:"micro_usd"`
-	Mode     string    `json:"mode,omitempty"`
-	Killed   bool      `json:"killed,omitempty"`
-	Created  time.Time `json:"created"`
-	Updated  time.Time `json:"updated"`
+	Tokens   int64  `json:"tokens"`
+	MicroUSD int64  `json:"micro_usd"`
+	Mode     string `json:"mode,omitempty"`
+	Killed   bool   `json:"killed,omitempty"`
+	// Flagged: the session took in content the injection scanner flagged;
+	// once set it stays set.
+	Flagged bool      `json:"flagged,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// Observation is one value that reached a session, and where from.
+type Observation struct {
+	// Seq is set by the store: it starts at 1 and increases with every
+	// observation added, across all sessions, and is never reused (not
+	// after a prune either); Observe ignores what the caller put here.
+	Seq int64 `json:"seq"`
+	// Source is SourceUser for the user's own input; anything else names
+	// untrusted content (tool:NAME, web, file:PATH, ...).
+	Source string `json:"source"`
+	// Value is kept and compared as bytes, exactly: a value cut at
+	// MaxObservationValue may end inside a UTF-8 sequence.
+	Value string `json:"value"`
+}
+
+// SourceUser is the source of the user's own input (the same word package
+// untrusted uses).
+const SourceUser = "user"
+
+// FromUser reports whether o came from the user's own input. A session
+// holds a value at most once from the user and once from untrusted
+// content, whatever the untrusted source.
+func (o Observation) FromUser() bool { return o.Source == SourceUser }
+
+// SessionState is what the gate reads before a call: the session, whether
+// it exists, the global kill flag, and the observations after a cursor.
+type SessionState struct {
+	Session      Session // zero but ID when Exists is false
+	Exists       bool
+	KillAll      bool
+	Observations []Observation // Seq > after, oldest first
 }
 
 // Limits on session state, the same in every backend.
@@ -33,6 +70,23 @@ const (
 	MaxSessionID = 256
 	// MaxMode bounds the bytes of a mode name.
 	MaxMode = 64
+)
+
+// Limits on a session's observations, the same in every backend.
+const (
+	// MaxObservations bounds the observations one session keeps; past it
+	// the oldest go. It is the sum of package untrusted's defaults for
+	// values from untrusted content and from the user (4096 each), so a
+	// session keeps in the store what the gate kept in memory.
+	MaxObservations = 8192
+	// MaxObservationValue bounds the bytes of one value: package
+	// untrusted's MaxValueBytes, the longest value it extracts.
+	MaxObservationValue = 512
+	// MaxObservationSource bounds the bytes of a source name.
+	MaxObservationSource = 256
+	// MaxObserveBatch bounds the observations one Observe call adds: more
+	// than a session keeps would only push out what the same call added.
+	MaxObserveBatch = MaxObservations
 )
 
 // Charge is what one step adds to a session, and the budget the totals
@@ -165,13 +219,14 @@ type Backend interface {
 const KeepFinished = 7 * 24 * time.Hour
 
 // KeepSessions is how long a session stays after its last update (a
-// charge, a mode change, a kill). A pruned session is forgotten whole, its
-// kill flag too: a later write starts it afresh, unkilled and with nothing
-// spent. So it is kept well past anything that could still act for it: a
-// run's checkpoint stays KeepRuns (7 days) and the approval a parked run
-// waits on lives DefaultApprovalTTL (15 minutes), so any run that can
-// still resume finds its killed session still killed. Past that, keeping
-// it only makes the store grow without end. The global kill flag is never
+// charge, a mode change, a kill, an observation). A pruned session is
+// forgotten whole, its kill flag, Flagged and observations too: a later
+// write starts it afresh, unkilled, unflagged and with nothing spent. So
+// it is kept well past anything that could still act for it: a run's
+// checkpoint stays KeepRuns (7 days) and the approval a parked run waits
+// on lives DefaultApprovalTTL (15 minutes), so any run that can still
+// resume finds its killed session still killed. Past that, keeping it
+// only makes the store grow without end. The global kill flag is never
 // pruned.
 const KeepSessions = 30 * 24 * time.Hour
 
@@ -190,6 +245,25 @@ func (c Charge) Apply(s Session, killAll bool, now time.Time) (Session, error) {
 	s.MicroUSD += c.MicroUSD
 	s.Updated = now
 	return s, nil
+}
+
+// ValidObservations refuses a batch that no backend may store: more than
+// MaxObserveBatch observations, an empty value or one longer than
+// MaxObservationValue, an empty source or one longer than
+// MaxObservationSource. Seq is ignored: the store sets it.
+func ValidObservations(obs []Observation) error {
+	if len(obs) > MaxObserveBatch {
+		return fmt.Errorf("%d observations in one batch, past the limit %d (store.MaxObserveBatch); send them in several", len(obs), MaxObserveBatch)
+	}
+	for i, o := range obs {
+		switch {
+		case o.Value == "" || len(o.Value) > MaxObservationValue:
+			return fmt.Errorf("observation %d: the value must be 1 to %d bytes (store.MaxObservationValue), not %d", i, MaxObservationValue, len(o.Value))
+		case o.Source == "" || len(o.Source) > MaxObservationSource:
+			return fmt.Errorf("observation %d: the source must be 1 to %d bytes (store.MaxObservationSource), not %d", i, MaxObservationSource, len(o.Source))
+		}
+	}
+	return nil
 }
 
 // ValidMode refuses an over-long mode name.

@@ -7,8 +7,9 @@
 //     each bound to the exact call and expiring by itself, and remembered
 //     ones, which let the same call run again for a session or a
 //     workspace until they expire or are revoked;
-//   - Sessions: each session's step, spent budget, mode and kill flag, and
-//     one global kill flag;
+//   - Sessions: each session's step, spent budget, mode, kill flag and
+//     flagged bit, the values that reached it and from where (its
+//     observations, the gate's provenance), and one global kill flag;
 //   - Ledger: the idempotency ledger's entries (package ledger builds the
 //     exactly-once promise on them);
 //   - Runs: the agent loop's checkpoints, so that a run parked on an
