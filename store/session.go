@@ -194,6 +194,24 @@ type Sessions interface {
 	SetKillAll(ctx context.Context, killed bool) error
 	// KillAll reads the global kill flag.
 	KillAll(ctx context.Context) (bool, error)
+	// Observe adds obs to the session's observations, creating the session
+	// when it is new; a value the session already holds from the same kind
+	// of source (the user, or untrusted) is not added again, keeping its
+	// first source and Seq. Past MaxObservations the oldest go. flag sets
+	// the session's Flagged (it is never cleared). Observe works on a
+	// killed session too (what was read is still known). It counts as a
+	// write for KeepSessions. A batch that ValidObservations refuses
+	// changes nothing.
+	//
+	// Within one session, an observation becomes visible only after every
+	// observation with a lower Seq, so a reader that follows the Seq of
+	// the last one it read (State's after) never skips one.
+	Observe(ctx context.Context, id string, obs []Observation, flag bool, now time.Time) error
+	// State reads the session, the global kill flag and the observations
+	// with Seq > after, in one consistent read. A session never written
+	// (or pruned) reads as Exists false, with no observations and no
+	// error.
+	State(ctx context.Context, id string, after int64) (SessionState, error)
 }
 
 // Backend is every kind of state behind one handle: what storeurl.Open

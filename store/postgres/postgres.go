@@ -12,7 +12,10 @@
 // inserted with ON CONFLICT DO NOTHING, and a lost insert race starts the
 // transaction over, so two replicas never both create one entry. A run's
 // checkpoint, which replaces whatever was there without reading it, is one
-// INSERT ... ON CONFLICT DO UPDATE.
+// INSERT ... ON CONFLICT DO UPDATE. Observe, which adds to a session
+// without reading it, begins with one too, which locks the session's row:
+// the observations of one session are numbered and committed in one
+// order, so a reader following their seq never skips one.
 //
 //	db, err := postgres.Open(ctx, "postgres://airlock@db/airlock?schema=airlock", nil)
 //	if err != nil {
@@ -266,6 +269,25 @@ var migrations = []string{
 	);
 	CREATE INDEX remembered_match ON remembered (scope, tool, hash);
 	CREATE INDEX remembered_created ON remembered (created);`,
+	// 5: the values that reached a session (store.Observation), and its
+	// flagged bit. seq comes from an identity sequence, which never
+	// gives a value twice; from_user is the kind of source a value is
+	// held once for. Source and value are bytea, kept as the bytes they
+	// were given (text would refuse a value cut inside a UTF-8
+	// sequence). A session's observations go with it (Prune).
+	// observation_count counts them, so that Observe finds what is past
+	// store.MaxObservations without counting them.
+	`ALTER TABLE sessions ADD COLUMN flagged boolean NOT NULL DEFAULT false,
+		ADD COLUMN observation_count bigint NOT NULL DEFAULT 0;
+	CREATE TABLE observations (
+		seq       bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		session   text    NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+		from_user boolean NOT NULL,
+		source    bytea   NOT NULL,
+		value     bytea   NOT NULL,
+		UNIQUE (session, from_user, value)
+	);
+	CREATE INDEX observations_session ON observations (session, seq);`,
 }
 
 // migrate creates the schema and brings it to len(migrations), in one
@@ -310,7 +332,8 @@ func (db *DB) migrate(ctx context.Context) error {
 // store.KeepFinished, remembered approvals revoked or expired before then,
 // ledger entries past their Expires, run checkpoints
 // last updated before now minus store.KeepRuns, and sessions last updated
-// before now minus store.KeepSessions. The global kill flag stays.
+// before now minus store.KeepSessions, with their observations (a session
+// counts once, whatever it observed). The global kill flag stays.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-store.KeepFinished)
 	tag, err := db.pool.Exec(ctx, `DELETE FROM approvals

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/store/storetest"
 )
@@ -56,6 +59,19 @@ func TestApprovals(t *testing.T) {
 
 func TestSessions(t *testing.T) {
 	storetest.TestSessions(t, func(t *testing.T) store.Sessions { return openTest(t, uniqueSchema()) })
+}
+
+// TestObserveOrderTwoHandles: two pools on one schema, standing for two
+// replicas, observe for one session while a reader follows it.
+func TestObserveOrderTwoHandles(t *testing.T) {
+	schema := uniqueSchema()
+	a := openTest(t, schema)
+	b, err := Open(context.Background(), testURL(), &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	storetest.CheckObserveOrder(t, a, a, b)
 }
 
 func TestRuns(t *testing.T) {
@@ -186,4 +202,47 @@ func FuzzLedger(f *testing.F) {
 
 func TestBackendPrune(t *testing.T) {
 	storetest.TestPrune(t, func(t *testing.T) store.Backend { return openTest(t, uniqueSchema()) })
+}
+
+// TestUpgradeBeforeObservations: a schema made before observations
+// (version 4) migrates with its sessions kept, unflagged and observing
+// nothing; they then observe, and stay killed, as any other.
+func TestUpgradeBeforeObservations(t *testing.T) {
+	schema := uniqueSchema()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(testURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	old, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // after openTest's own, if the test got that far
+		old.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		old.Close()
+	})
+	const before = 4
+	t0 := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	stmts := append([]string{
+		"CREATE SCHEMA " + pgx.Identifier{schema}.Sanitize(),
+		"CREATE TABLE schema_version (version integer NOT NULL PRIMARY KEY, applied timestamptz NOT NULL)",
+	}, migrations[:before]...)
+	for v := 1; v <= before; v++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_version (version, applied) VALUES (%d, now())", v))
+	}
+	for _, s := range stmts {
+		if _, err := old.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if _, err := old.Exec(ctx, `INSERT INTO sessions (id, step, tokens, micro_usd, mode, killed, created, updated)
+		VALUES ('s-old', 2, 300, 4000, 'plan', true, $1, $2)`, t0, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	db := openTest(t, schema)
+	was := store.Session{ID: "s-old", Step: 2, Tokens: 300, MicroUSD: 4000, Mode: "plan", Killed: true, Created: t0, Updated: t0.Add(time.Minute)}
+	storetest.CheckUpgradedSession(t, db, was, t0.Add(time.Hour))
 }

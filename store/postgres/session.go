@@ -13,11 +13,13 @@ import (
 // killAllFlag is the flags row of the global kill flag.
 const killAllFlag = "kill_all"
 
-const sessionColumns = "id, step, tokens, micro_usd, mode, killed, created, updated"
+// sessionColumns are what scanSession reads. Flagged is set only by
+// Observe, so updateSession never writes it.
+const sessionColumns = "id, step, tokens, micro_usd, mode, killed, flagged, created, updated"
 
 func scanSession(r pgx.Row) (store.Session, error) {
 	var s store.Session
-	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Created, &s.Updated); err != nil {
+	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &s.Created, &s.Updated); err != nil {
 		return store.Session{}, err
 	}
 	s.Created, s.Updated = utc(s.Created), utc(s.Updated)
@@ -58,7 +60,8 @@ func (db *DB) updateSession(ctx context.Context, id string, now time.Time, chang
 		out = s
 		args := []any{s.ID, s.Step, s.Tokens, s.MicroUSD, s.Mode, s.Killed, s.Created, s.Updated}
 		if isNew {
-			tag, err := tx.Exec(ctx, "INSERT INTO sessions ("+sessionColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING", args...)
+			tag, err := tx.Exec(ctx, `INSERT INTO sessions (id, step, tokens, micro_usd, mode, killed, created, updated)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`, args...)
 			if err != nil {
 				return false, err
 			}
@@ -145,8 +148,9 @@ func (db *DB) KillAll(ctx context.Context) (bool, error) {
 }
 
 // pruneSessions deletes the sessions last updated before now minus
-// store.KeepSessions. A charge under way holds its session's row FOR
-// UPDATE, so the delete waits for it and then sees its new updated. The
+// store.KeepSessions, and with them (the foreign key cascades) their
+// observations. A charge or an Observe under way holds its session's row
+// locked, so the delete waits for it and then sees its new updated. The
 // flags table, and with it the global kill flag, is left alone.
 func (db *DB) pruneSessions(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := db.pool.Exec(ctx, "DELETE FROM sessions WHERE updated < $1", now.Add(-store.KeepSessions))
@@ -154,4 +158,107 @@ func (db *DB) pruneSessions(ctx context.Context, now time.Time) (int64, error) {
 		return 0, fmt.Errorf("store/postgres: pruning sessions: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// Observe implements store.Sessions in one batch, one round trip, which
+// Postgres runs as one implicit transaction. Its first statement creates
+// or updates the session's row, locking it, and only then does the
+// second number the new observations: two Observes of one session take
+// their seqs in the order they commit, so no reader sees a higher seq
+// before a lower one. (Numbered first, a later seq could commit before an
+// earlier one, and a reader's cursor would pass the earlier for good.)
+func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, flag bool, now time.Time) error {
+	fail := func(err error) error { return fmt.Errorf("store/postgres: observing for session %q: %w", id, err) }
+	if err := store.ValidSessionID(id); err != nil {
+		return fail(err)
+	}
+	if err := store.ValidObservations(obs); err != nil {
+		return fail(err)
+	}
+	if err := checkNow(now); err != nil {
+		return fail(err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO sessions (id, created, updated, flagged) VALUES ($1, $2, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET updated = EXCLUDED.updated, flagged = sessions.flagged OR EXCLUDED.flagged`,
+		id, now.UTC(), flag)
+	if len(obs) > 0 {
+		fromUser := make([]bool, len(obs))
+		sources := make([][]byte, len(obs))
+		values := make([][]byte, len(obs))
+		for i, o := range obs {
+			fromUser[i], sources[i], values[i] = o.FromUser(), []byte(o.Source), []byte(o.Value)
+		}
+		// The seqs follow the batch's order: the identity is drawn as
+		// rows leave the ORDER BY.
+		b.Queue(`WITH added AS (
+				INSERT INTO observations (session, from_user, source, value)
+				SELECT $1, o.from_user, o.source, o.value
+				FROM unnest($2::boolean[], $3::bytea[], $4::bytea[]) WITH ORDINALITY AS o (from_user, source, value, n)
+				ORDER BY o.n
+				ON CONFLICT (session, from_user, value) DO NOTHING
+				RETURNING 1)
+			UPDATE sessions SET observation_count = observation_count + (SELECT count(*) FROM added) WHERE id = $1`,
+			id, fromUser, sources, values)
+		b.Queue(`WITH gone AS (
+				DELETE FROM observations WHERE seq IN (
+					SELECT seq FROM observations WHERE session = $1 ORDER BY seq
+					LIMIT greatest((SELECT observation_count FROM sessions WHERE id = $1) - $2, 0))
+				RETURNING 1)
+			UPDATE sessions SET observation_count = observation_count - (SELECT count(*) FROM gone)
+			WHERE id = $1 AND observation_count > $2`,
+			id, int64(store.MaxObservations))
+	}
+	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// State implements store.Sessions in one SELECT, which Postgres answers
+// from one snapshot.
+func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionState, error) {
+	fail := func(err error) error {
+		return fmt.Errorf("store/postgres: reading the state of session %q: %w", id, err)
+	}
+	if err := store.ValidSessionID(id); err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT s.id IS NOT NULL,
+			COALESCE(s.step, 0), COALESCE(s.tokens, 0), COALESCE(s.micro_usd, 0), COALESCE(s.mode, ''),
+			COALESCE(s.killed, false), COALESCE(s.flagged, false), s.created, s.updated,
+			EXISTS (SELECT 1 FROM flags WHERE name = $3 AND value),
+			o.seq, o.source, o.value
+		FROM (SELECT $1::text AS id) AS k
+		LEFT JOIN sessions AS s ON s.id = k.id
+		LEFT JOIN observations AS o ON o.session = s.id AND o.seq > $2
+		ORDER BY o.seq`, id, after, killAllFlag)
+	if err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	defer rows.Close()
+	st := store.SessionState{Session: store.Session{ID: id}}
+	for rows.Next() {
+		var (
+			s                store.Session
+			created, updated *time.Time
+			seq              *int64
+			source, value    []byte
+		)
+		if err := rows.Scan(&st.Exists, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &created, &updated,
+			&st.KillAll, &seq, &source, &value); err != nil {
+			return store.SessionState{}, fail(err)
+		}
+		if st.Exists && created != nil && updated != nil {
+			s.ID, s.Created, s.Updated = id, created.UTC(), updated.UTC()
+			st.Session = s
+		}
+		if seq != nil {
+			st.Observations = append(st.Observations, store.Observation{Seq: *seq, Source: string(source), Value: string(value)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	return st, nil
 }

@@ -57,6 +57,19 @@ func TestSessions(t *testing.T) {
 	storetest.TestSessions(t, func(t *testing.T) store.Sessions { return openTest(t, uniquePrefix()) })
 }
 
+// TestObserveOrderTwoHandles: two clients on one prefix, standing for two
+// processes, observe for one session while a reader follows it.
+func TestObserveOrderTwoHandles(t *testing.T) {
+	prefix := uniquePrefix()
+	a := openTest(t, prefix)
+	b, err := Open(context.Background(), testURL(), &Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	storetest.CheckObserveOrder(t, a, a, b)
+}
+
 func TestRuns(t *testing.T) {
 	storetest.TestRuns(t, func(t *testing.T) store.Runs { return openTest(t, uniquePrefix()) })
 }
@@ -145,6 +158,12 @@ func TestPruneSessions(t *testing.T) {
 		if _, err := db.ChargeSession(ctx, fmt.Sprintf("s-%d", i), store.Charge{Steps: 1}, t0); err != nil {
 			t.Fatal(err)
 		}
+		if i%2 == 0 {
+			obs := []store.Observation{{Source: "web", Value: fmt.Sprint("v-", i)}}
+			if err := db.Observe(ctx, fmt.Sprintf("s-%d", i), obs, true, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if _, err := db.KillSession(ctx, "behind", true, t0); err != nil {
 		t.Fatal(err)
@@ -165,6 +184,14 @@ func TestPruneSessions(t *testing.T) {
 	ids, err := db.c.ZRangeWithScores(ctx, db.sessionIndex(), 0, -1).Result()
 	if err != nil || len(ids) != 1 || ids[0].Member != "behind" || int64(ids[0].Score) != later.UnixMicro() {
 		t.Errorf("the session index after Prune = %v, %v; want only behind at %d", ids, err, later.UnixMicro())
+	}
+	// The observations went with their sessions; the seq counter stays.
+	left, err := db.c.Keys(ctx, db.prefix+"s:*").Result()
+	if err != nil || len(left) != 3 {
+		t.Errorf("keys after Prune = %q, %v; want the one session, the index and the seq counter", left, err)
+	}
+	if seq, err := db.c.Get(ctx, db.seqKey()).Int64(); err != nil || seq != (PruneBatch+10)/2 {
+		t.Errorf("the seq counter after Prune = %d, %v; want %d", seq, err, (PruneBatch+10)/2)
 	}
 }
 

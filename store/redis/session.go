@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -15,14 +17,30 @@ import (
 //
 //	P s:r:<id>        hash: one session
 //	P s:i:updated     sorted set of every session, by updated (for Prune)
+//	P s:o:<id>        sorted set: the session's observations by seq, each
+//	                  member the kind of its source ('u' the user, 't'
+//	                  untrusted) followed by the value
+//	P s:src:<id>      hash: each observation's source, by the same member
+//	P s:seq           the last seq given to an observation (INCR), never
+//	                  pruned
 //	P kill_all        "1" while every session is killed
 //
 // Every script that writes a session's hash moves its index entry in the
-// same script, so Prune never sees one without the other.
+// same script, so Prune never sees one without the other; Prune deletes a
+// session's observations with its hash.
 
-func (db *DB) sessionKey(id string) string { return db.prefix + "s:r:" + id }
-func (db *DB) sessionIndex() string        { return db.prefix + "s:i:updated" }
-func (db *DB) killAllKey() string          { return db.prefix + "kill_all" }
+func (db *DB) sessionKey(id string) string      { return db.prefix + "s:r:" + id }
+func (db *DB) sessionIndex() string             { return db.prefix + "s:i:updated" }
+func (db *DB) killAllKey() string               { return db.prefix + "kill_all" }
+func (db *DB) observationsKey(id string) string { return db.prefix + "s:o:" + id }
+func (db *DB) sourcesKey(id string) string      { return db.prefix + "s:src:" + id }
+func (db *DB) seqKey() string                   { return db.prefix + "s:seq" }
+
+// The kinds of source an observation's member begins with.
+const (
+	kindUser      = "u"
+	kindUntrusted = "t"
+)
 
 // chargeSession applies store.Charge.Apply inside Redis. The sums are
 // compared as Lua numbers, exact because every operand is at most
@@ -66,7 +84,8 @@ return redis.call('HGETALL', KEYS[1])
 func sessionOf(h hash) store.Session {
 	return store.Session{
 		ID: h["id"], Step: h.int("step"), Tokens: h.int("tokens"), MicroUSD: h.int("micro_usd"),
-		Mode: h["mode"], Killed: h["killed"] == "1", Created: h.time("created"), Updated: h.time("updated"),
+		Mode: h["mode"], Killed: h["killed"] == "1", Flagged: h["flagged"] == "1",
+		Created: h.time("created"), Updated: h.time("updated"),
 	}
 }
 
@@ -187,7 +206,8 @@ func (db *DB) KillAll(ctx context.Context) (bool, error) {
 }
 
 // pruneSessions deletes, of the first ARGV[3] sessions in the index
-// updated before ARGV[2], those whose record agrees; an index entry
+// updated before ARGV[2], those whose record agrees, with their
+// observations; an index entry
 // without a record goes too, and one behind its record's updated is moved
 // up to it. The global kill flag is not a session and is never touched.
 // It returns {deleted, looked at}.
@@ -202,6 +222,7 @@ for _, id in ipairs(ids) do
 	local up = redis.call('HGET', k, 'updated')
 	if not up or tonumber(up) < cut then
 		if redis.call('DEL', k) == 1 then deleted = deleted + 1 end
+		redis.call('DEL', P .. 's:o:' .. id, P .. 's:src:' .. id)
 		redis.call('ZREM', index, id)
 	else
 		redis.call('ZADD', index, up, id)
@@ -209,3 +230,139 @@ for _, id in ipairs(ids) do
 end
 return {deleted, #ids}
 `)
+
+// observe adds observations to a session, creating it when new, in one
+// script: Redis runs one script at a time, so the seqs are given and
+// become visible in one order. It checks first that the seq counter has
+// room (store.MaxCounter, what a score keeps exactly) for every member,
+// so that it never stops half way. (ZPOPMIN needs Redis 5.0 or later.)
+// KEYS: the session, the session index, its observations, their sources,
+// the seq counter. ARGV: now, the id, the flag ('1' sets Flagged),
+// store.MaxObservations, store.MaxCounter, then a member and its source
+// for each observation.
+var observe = goredis.NewScript(`
+local last = tonumber(redis.call('GET', KEYS[5]) or '0')
+if last + (#ARGV - 5) / 2 > tonumber(ARGV[5]) then
+	return redis.error_reply('the observation seq would pass ' .. ARGV[5] .. ' (store.MaxCounter)')
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	redis.call('HSET', KEYS[1], 'id', ARGV[2], 'created', ARGV[1], 'mode', '', 'killed', '0', 'step', '0', 'tokens', '0', 'micro_usd', '0')
+end
+redis.call('HSET', KEYS[1], 'updated', ARGV[1])
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'flagged', '1') end
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+for i = 6, #ARGV, 2 do
+	if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then
+		redis.call('ZADD', KEYS[3], redis.call('INCR', KEYS[5]), ARGV[i])
+		redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
+	end
+end
+local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[4])
+if over > 0 then
+	local gone = redis.call('ZPOPMIN', KEYS[3], over)
+	for j = 1, #gone, 2 do redis.call('HDEL', KEYS[4], gone[j]) end
+end
+return 0
+`)
+
+// Observe implements store.Sessions.
+func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, flag bool, now time.Time) error {
+	fail := func(err error) error { return fmt.Errorf("store/redis: observing for session %q: %w", id, err) }
+	if err := store.ValidSessionID(id); err != nil {
+		return fail(err)
+	}
+	if err := store.ValidObservations(obs); err != nil {
+		return fail(err)
+	}
+	n, err := micros("now", now)
+	if err != nil {
+		return fail(err)
+	}
+	f := "0"
+	if flag {
+		f = "1"
+	}
+	args := make([]any, 0, 5+2*len(obs))
+	args = append(args, n, id, f, store.MaxObservations, int64(store.MaxCounter))
+	for _, o := range obs {
+		kind := kindUntrusted
+		if o.FromUser() {
+			kind = kindUser
+		}
+		args = append(args, kind+o.Value, o.Source)
+	}
+	keys := []string{db.sessionKey(id), db.sessionIndex(), db.observationsKey(id), db.sourcesKey(id), db.seqKey()}
+	if err := observe.Run(ctx, db.c, keys, args...).Err(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// state reads a session, the global flag and the observations after a
+// seq in one script, so in one consistent read. KEYS: the session, the
+// global flag, its observations, their sources. ARGV: after. It returns
+// the session's fields, the flag, and a member, seq and source for each
+// observation.
+var state = goredis.NewScript(`
+local obs = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[1], '+inf', 'WITHSCORES')
+local out = {}
+for i = 1, #obs, 2 do
+	out[#out + 1] = obs[i]
+	out[#out + 1] = obs[i + 1]
+	out[#out + 1] = redis.call('HGET', KEYS[4], obs[i]) or ''
+end
+return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]) or '0', out}
+`)
+
+// State implements store.Sessions.
+func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionState, error) {
+	fail := func(err error) error { return fmt.Errorf("store/redis: reading the state of session %q: %w", id, err) }
+	if err := store.ValidSessionID(id); err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	keys := []string{db.sessionKey(id), db.killAllKey(), db.observationsKey(id), db.sourcesKey(id)}
+	res, err := state.Run(ctx, db.c, keys, after).Slice()
+	if err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	if len(res) != 3 {
+		return store.SessionState{}, fail(fmt.Errorf("unexpected reply of %d elements", len(res)))
+	}
+	h, err := hashOf(res[0])
+	if err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	st := store.SessionState{Session: store.Session{ID: id}, Exists: len(h) > 0, KillAll: res[1] == "1"}
+	if st.Exists {
+		st.Session = sessionOf(h)
+	}
+	st.Observations, err = observationsOf(res[2])
+	if err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	return st, nil
+}
+
+// observationsOf reads the state script's flat [member, seq, source, ...]
+// list.
+func observationsOf(v any) ([]store.Observation, error) {
+	list, ok := v.([]any)
+	if !ok || len(list)%3 != 0 {
+		return nil, fmt.Errorf("unexpected observations %T from a script", v)
+	}
+	var obs []store.Observation
+	for i := 0; i < len(list); i += 3 {
+		member, ok1 := list[i].(string)
+		score, ok2 := list[i+1].(string)
+		source, ok3 := list[i+2].(string)
+		if !ok1 || !ok2 || !ok3 || member == "" {
+			return nil, fmt.Errorf("unexpected observation %v from a script", list[i:i+3])
+		}
+		seq, err := strconv.ParseFloat(score, 64)
+		if err != nil || seq != math.Trunc(seq) || seq < 1 || seq > store.MaxCounter {
+			return nil, fmt.Errorf("observation seq %q is not a whole number from 1 to store.MaxCounter", score)
+		}
+		obs = append(obs, store.Observation{Seq: int64(seq), Source: source, Value: member[1:]})
+	}
+	return obs, nil
+}

@@ -61,8 +61,8 @@ func (db *DB) Run(ctx context.Context, session string) (store.Run, error) {
 	return r, nil
 }
 
-// pruneOlder deletes the rows of table (runs or sessions, named here,
-// never by a caller's input) last updated before now minus keep.
+// pruneOlder deletes the rows of table (runs, named here, never by a
+// caller's input) last updated before now minus keep.
 func (db *DB) pruneOlder(ctx context.Context, table string, keep time.Duration, now time.Time) (int64, error) {
 	cut, err := nanos("the "+table+" retention cut", now.Add(-keep))
 	if err != nil {

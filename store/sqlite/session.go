@@ -13,14 +13,16 @@ import (
 // killAllFlag is the flags row of the global kill flag.
 const killAllFlag = "kill_all"
 
-const sessionColumns = "id, step, tokens, micro_usd, mode, killed, created, updated"
+// sessionColumns are what scanSession reads. Flagged is set only by
+// Observe, so updateSession never writes it.
+const sessionColumns = "id, step, tokens, micro_usd, mode, killed, flagged, created, updated"
 
 func scanSession(r scanner) (store.Session, error) {
 	var (
 		s                store.Session
 		created, updated int64
 	)
-	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &created, &updated); err != nil {
+	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &created, &updated); err != nil {
 		return store.Session{}, err
 	}
 	s.Created, s.Updated = fromNanos(created), fromNanos(updated)
@@ -59,7 +61,12 @@ func (db *DB) updateSession(ctx context.Context, id string, now time.Time, chang
 		return s, err
 	}
 	s.Updated = fromNanos(n)
-	if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO sessions ("+sessionColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+	// An upsert, not INSERT OR REPLACE, which would reset the columns it
+	// does not name (flagged, observation_count).
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, step, tokens, micro_usd, mode, killed, created, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET step = excluded.step, tokens = excluded.tokens, micro_usd = excluded.micro_usd,
+			mode = excluded.mode, killed = excluded.killed, updated = excluded.updated`,
 		s.ID, s.Step, s.Tokens, s.MicroUSD, s.Mode, s.Killed, s.Created.UnixNano(), n); err != nil {
 		return store.Session{}, db.classify(err)
 	}
@@ -134,4 +141,157 @@ func (db *DB) KillAll(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("store/sqlite: reading the global kill flag: %w", db.classify(err))
 	}
 	return killed, nil
+}
+
+// Observe implements store.Sessions. SQLite's write lock orders every
+// Observe, and what one adds becomes visible at its commit, all at once,
+// so a reader never sees a higher seq before a lower one; AUTOINCREMENT
+// never gives a seq twice, not after a delete.
+func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, flag bool, now time.Time) error {
+	fail := func(err error) error { return fmt.Errorf("store/sqlite: observing for session %q: %w", id, err) }
+	if err := store.ValidSessionID(id); err != nil {
+		return fail(err)
+	}
+	if err := store.ValidObservations(obs); err != nil {
+		return fail(err)
+	}
+	n, err := nanos("now", now)
+	if err != nil {
+		return fail(err)
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(db.classify(err))
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, created, updated, flagged) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET updated = excluded.updated, flagged = flagged OR excluded.flagged`,
+		id, n, n, flag); err != nil {
+		return fail(db.classify(err))
+	}
+	if len(obs) > 0 {
+		if err := db.addObservations(ctx, tx, id, obs); err != nil {
+			return fail(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(db.classify(err))
+	}
+	return nil
+}
+
+// addObservations adds the values of obs that session id does not hold
+// from the same kind of source, then drops its oldest past
+// store.MaxObservations.
+func (db *DB) addObservations(ctx context.Context, tx *sql.Tx, id string, obs []store.Observation) error {
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO observations (session, from_user, source, value) VALUES (?, ?, ?, ?)
+		ON CONFLICT (session, from_user, value) DO NOTHING`)
+	if err != nil {
+		return db.classify(err)
+	}
+	defer insert.Close()
+	var added int64
+	for _, o := range obs {
+		res, err := insert.ExecContext(ctx, id, o.FromUser(), []byte(o.Source), []byte(o.Value))
+		if err != nil {
+			return db.classify(err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		added += n
+	}
+	var count int64
+	if err := tx.QueryRowContext(ctx, "UPDATE sessions SET observation_count = observation_count + ? WHERE id = ? RETURNING observation_count",
+		added, id).Scan(&count); err != nil {
+		return db.classify(err)
+	}
+	if over := count - store.MaxObservations; over > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM observations WHERE seq IN (
+			SELECT seq FROM observations WHERE session = ? ORDER BY seq LIMIT ?)`, id, over); err != nil {
+			return db.classify(err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET observation_count = ? WHERE id = ?", store.MaxObservations, id); err != nil {
+			return db.classify(err)
+		}
+	}
+	return nil
+}
+
+// State implements store.Sessions in one SELECT, which SQLite answers
+// from one snapshot of the file.
+func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionState, error) {
+	fail := func(err error) error { return fmt.Errorf("store/sqlite: reading the state of session %q: %w", id, err) }
+	if err := store.ValidSessionID(id); err != nil {
+		return store.SessionState{}, fail(err)
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT s.id IS NOT NULL,
+			COALESCE(s.step, 0), COALESCE(s.tokens, 0), COALESCE(s.micro_usd, 0), COALESCE(s.mode, ''),
+			COALESCE(s.killed, 0), COALESCE(s.flagged, 0), COALESCE(s.created, 0), COALESCE(s.updated, 0),
+			EXISTS (SELECT 1 FROM flags WHERE name = ? AND value <> 0),
+			o.seq, o.source, o.value
+		FROM (SELECT ? AS id) AS k
+		LEFT JOIN sessions AS s ON s.id = k.id
+		LEFT JOIN observations AS o ON o.session = s.id AND o.seq > ?
+		ORDER BY o.seq`, killAllFlag, id, after)
+	if err != nil {
+		return store.SessionState{}, fail(db.classify(err))
+	}
+	defer rows.Close()
+	st := store.SessionState{Session: store.Session{ID: id}}
+	for rows.Next() {
+		var (
+			s                store.Session
+			created, updated int64
+			seq              sql.NullInt64
+			source, value    []byte
+		)
+		if err := rows.Scan(&st.Exists, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &created, &updated,
+			&st.KillAll, &seq, &source, &value); err != nil {
+			return store.SessionState{}, fail(db.classify(err))
+		}
+		if st.Exists {
+			s.ID, s.Created, s.Updated = id, fromNanos(created), fromNanos(updated)
+			st.Session = s
+		}
+		if seq.Valid {
+			st.Observations = append(st.Observations, store.Observation{Seq: seq.Int64, Source: string(source), Value: string(value)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return store.SessionState{}, fail(db.classify(err))
+	}
+	return st, nil
+}
+
+// pruneSessions deletes the sessions last updated before now minus
+// store.KeepSessions, and their observations, in one transaction. The
+// flags table, and with it the global kill flag, stays.
+func (db *DB) pruneSessions(ctx context.Context, now time.Time) (int64, error) {
+	fail := func(err error) error { return fmt.Errorf("store/sqlite: pruning sessions: %w", err) }
+	cut, err := nanos("the sessions retention cut", now.Add(-store.KeepSessions))
+	if err != nil {
+		return 0, fail(err)
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fail(db.classify(err))
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "DELETE FROM observations WHERE session IN (SELECT id FROM sessions WHERE updated < ?)", cut); err != nil {
+		return 0, fail(db.classify(err))
+	}
+	res, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE updated < ?", cut)
+	if err != nil {
+		return 0, fail(db.classify(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fail(db.classify(err))
+	}
+	return n, nil
 }

@@ -332,6 +332,26 @@ var migrations = []string{
 	) STRICT;
 	CREATE INDEX remembered_match ON remembered (scope, tool, hash);
 	CREATE INDEX remembered_created ON remembered (created);`,
+	// 6: the values that reached a session (store.Observation), and its
+	// flagged bit. seq is AUTOINCREMENT so that no seq is ever given
+	// twice, not after a delete; from_user is the kind of source a value
+	// is held once for. Source and value are BLOBs, kept as the bytes
+	// they were given. observation_count counts the session's rows, so
+	// that Observe finds what is past store.MaxObservations without
+	// counting them. There is no foreign key: a session row that an
+	// airlock from before this version replaces (INSERT OR REPLACE)
+	// would take its observations with it; Prune deletes them instead.
+	`ALTER TABLE sessions ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN observation_count INTEGER NOT NULL DEFAULT 0;
+	CREATE TABLE observations (
+		seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+		session   TEXT    NOT NULL,
+		from_user INTEGER NOT NULL,
+		source    BLOB    NOT NULL,
+		value     BLOB    NOT NULL,
+		UNIQUE (session, from_user, value)
+	) STRICT;
+	CREATE INDEX observations_session ON observations (session, seq);`,
 }
 
 // migrate brings the file to len(migrations) in one IMMEDIATE transaction,
@@ -376,8 +396,9 @@ const KeepFinished = store.KeepFinished
 // KeepFinished, the remembered approvals revoked or expired before then,
 // the ledger entries past their Expires, the run
 // checkpoints last updated before now minus store.KeepRuns and the
-// sessions last updated before now minus store.KeepSessions, and returns
-// how many. The global kill flag stays.
+// sessions last updated before now minus store.KeepSessions, with their
+// observations, and returns how many (a session counts once, whatever it
+// observed). The global kill flag stays.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-KeepFinished).UnixNano()
 	res, err := db.sql.ExecContext(ctx, `DELETE FROM approvals
@@ -404,7 +425,7 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	if err != nil {
 		return n, err
 	}
-	sessions, err := db.pruneOlder(ctx, "sessions", store.KeepSessions, now) // the flags table, and the global kill flag, stay
+	sessions, err := db.pruneSessions(ctx, now)
 	if err != nil {
 		return n + runs, err
 	}

@@ -430,6 +430,14 @@ func TestSessions(t *testing.T) {
 	})
 }
 
+// TestObserveOrderTwoHandles: two DBs on one file, standing for two
+// processes, observe for one session while a reader follows it.
+func TestObserveOrderTwoHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	a, b := open(t, path, nil), open(t, path, nil)
+	storetest.CheckObserveOrder(t, a, a, b)
+}
+
 func TestRuns(t *testing.T) {
 	storetest.TestRuns(t, func(t *testing.T) store.Runs {
 		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
@@ -501,26 +509,8 @@ func TestBackendPrune(t *testing.T) {
 func TestUpgradeBeforeRemembered(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "airlock.db")
 	ctx := context.Background()
-	if err := os.WriteFile(path, nil, fileMode); err != nil {
-		t.Fatal(err)
-	}
-	old, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const before = 4
-	stmts := append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL PRIMARY KEY, applied INTEGER NOT NULL) STRICT`}, migrations[:before]...)
-	for v := 1; v <= before; v++ {
-		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_version (version, applied) VALUES (%d, 0)", v))
-	}
-	stmts = append(stmts, fmt.Sprintf(`INSERT INTO approvals (id, tool, args, args_hash, status, created, expires)
+	fileAt(t, path, 4, fmt.Sprintf(`INSERT INTO approvals (id, tool, args, args_hash, status, created, expires)
 		VALUES ('ap-old', 'write_file', '{}', 'h', 'pending', %d, %d)`, t0.UnixNano(), t0.Add(time.Hour).UnixNano()))
-	for _, s := range stmts {
-		if _, err := old.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-	old.Close()
 
 	db := open(t, path, nil)
 	a, err := db.Approval(ctx, "ap-old", t0)
@@ -532,5 +522,41 @@ func TestUpgradeBeforeRemembered(t *testing.T) {
 	}
 	if _, err := db.DecideApproval(ctx, "ap-old", true, "alice", t0); err != nil {
 		t.Errorf("approving it once: %v", err)
+	}
+}
+
+// TestUpgradeBeforeObservations: a file made before observations (schema
+// version 5) migrates with its sessions kept, unflagged and observing
+// nothing; they then observe, and stay killed, as any other.
+func TestUpgradeBeforeObservations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	fileAt(t, path, 5, fmt.Sprintf(`INSERT INTO sessions (id, step, tokens, micro_usd, mode, killed, created, updated)
+		VALUES ('s-old', 2, 300, 4000, 'plan', 1, %d, %d)`, t0.UnixNano(), t0.Add(time.Minute).UnixNano()))
+
+	db := open(t, path, nil)
+	old := store.Session{ID: "s-old", Step: 2, Tokens: 300, MicroUSD: 4000, Mode: "plan", Killed: true, Created: t0, Updated: t0.Add(time.Minute)}
+	storetest.CheckUpgradedSession(t, db, old, t0.Add(time.Hour))
+}
+
+// fileAt makes the file at path as an airlock that knew schema version
+// before left it, holding what inserts add.
+func fileAt(t *testing.T, path string, before int, inserts ...string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, fileMode); err != nil {
+		t.Fatal(err)
+	}
+	old, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	stmts := append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL PRIMARY KEY, applied INTEGER NOT NULL) STRICT`}, migrations[:before]...)
+	for v := 1; v <= before; v++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_version (version, applied) VALUES (%d, 0)", v))
+	}
+	for _, s := range append(stmts, inserts...) {
+		if _, err := old.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
 	}
 }

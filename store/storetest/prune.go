@@ -15,8 +15,9 @@ import (
 // store.KeepFinished ago, the remembered approvals revoked or expired more
 // than store.KeepFinished ago, the ledger entries past their Expires, the run
 // checkpoints last updated more than store.KeepRuns ago and the sessions
-// last updated more than store.KeepSessions ago, counts each, and keeps
-// everything else, the global kill flag included. open must return a
+// last updated more than store.KeepSessions ago with their observations
+// (a session counts once), counts each, and keeps everything else, the
+// global kill flag included; a Seq is never given again. open must return a
 // fresh, empty store.
 func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	s := open(t)
@@ -77,11 +78,18 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	}
 	kill := func(id string, at time.Time) (store.Session, error) { return s.KillSession(ctx, id, true, at) }
 	setMode := func(id string, at time.Time) (store.Session, error) { return s.SetSessionMode(ctx, id, "plan", at) }
+	observed := func(id string) []store.Observation {
+		return []store.Observation{{Source: "tool:fetch", Value: "https://" + id + ".example"}, {Source: store.SourceUser, Value: id}}
+	}
+	observe := func(id string, at time.Time) (store.Session, error) {
+		return store.Session{}, s.Observe(ctx, id, observed(id), true, at)
+	}
 	sessions := map[string]time.Time{
-		"old-session":    sessionCut.Add(-time.Microsecond),
-		"older-session":  sessionCut.Add(-time.Hour),
-		"edge-session":   sessionCut,
-		"recent-session": now,
+		"old-session":      sessionCut.Add(-time.Microsecond),
+		"older-session":    sessionCut.Add(-time.Hour),
+		"observed-session": sessionCut.Add(-time.Microsecond),
+		"edge-session":     sessionCut,
+		"recent-session":   now,
 	}
 	for _, w := range []struct {
 		id    string
@@ -92,7 +100,10 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"older-session", charge, sessions["older-session"]},
 		{"edge-session", setMode, sessions["edge-session"]},
 		{"recent-session", charge, sessionCut.Add(-48 * time.Hour)}, // old at first, then written again
+		{"recent-session", observe, sessionCut.Add(-47 * time.Hour)},
 		{"recent-session", setMode, sessions["recent-session"]},
+		// Observed last, the pruned session holds the highest Seq.
+		{"observed-session", observe, sessions["observed-session"]},
 	} {
 		if _, err := w.write(w.id, w.at); err != nil {
 			t.Fatalf("writing session %s at %v: %v", w.id, w.at, err)
@@ -100,6 +111,15 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	}
 	if err := s.SetKillAll(ctx, true); err != nil {
 		t.Fatal(err)
+	}
+	// The highest Seq given out before Prune.
+	var seqBefore int64
+	for _, id := range []string{"observed-session", "recent-session"} {
+		st, err := s.State(ctx, id, 0)
+		if err != nil || len(st.Observations) != 2 {
+			t.Fatalf("State(%s) before Prune = %+v, %v; want 2 observations", id, st, err)
+		}
+		seqBefore = max(seqBefore, st.Observations[1].Seq)
 	}
 	// A remembered approval goes once revoked or expired more than
 	// KeepFinished ago; one in force stays, though the approval it was
@@ -129,8 +149,8 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	rememberAt("rm-in-force", 2*store.RememberFor)
 
 	n, err := s.Prune(ctx, now)
-	if err != nil || n != 15 {
-		t.Errorf("Prune = %d, %v; want 15 (7 approvals, 2 remembered, 2 ledger entries, 2 runs, 2 sessions)", n, err)
+	if err != nil || n != 16 {
+		t.Errorf("Prune = %d, %v; want 16 (7 approvals, 2 remembered, 2 ledger entries, 2 runs, 3 sessions)", n, err)
 	}
 	if _, ok, err := s.UseRemembered(ctx, store.ScopeWorkspace, "t", "w-rm-in-force", now); err != nil || !ok {
 		t.Errorf("UseRemembered after Prune = %v, %v; want the one in force still found", ok, err)
@@ -162,7 +182,7 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 			t.Errorf("run %s after Prune = %+v, %v; want it as saved", session, r, err)
 		}
 	}
-	for id, kept := range map[string]bool{"old-session": false, "older-session": false, "edge-session": true, "recent-session": true} {
+	for id, kept := range map[string]bool{"old-session": false, "older-session": false, "observed-session": false, "edge-session": true, "recent-session": true} {
 		got, err := s.Session(ctx, id)
 		if found := err == nil; found != kept || (!kept && !errors.Is(err, store.ErrNotFound)) {
 			t.Errorf("session %s: kept %v (%v), want %v", id, found, err, kept)
@@ -176,5 +196,29 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	}
 	if n, err := s.Prune(ctx, now); err != nil || n != 0 {
 		t.Errorf("a second Prune = %d, %v; want 0", n, err)
+	}
+	checkPrunedObservations(t, s, now, observed, seqBefore)
+}
+
+// checkPrunedObservations: a pruned session's observations and Flagged
+// went with it, a kept one's stayed, and Seq goes on past every Seq given
+// out before, never reusing one.
+func checkPrunedObservations(t *testing.T, s store.Backend, now time.Time, observed func(id string) []store.Observation, seqBefore int64) {
+	ctx := context.Background()
+	st, err := s.State(ctx, "observed-session", 0)
+	if err != nil || st.Exists || len(st.Observations) != 0 {
+		t.Errorf("State of the pruned session = %+v, %v; want it gone with its observations", st, err)
+	}
+	st, err = s.State(ctx, "recent-session", 0)
+	if err != nil || !st.Session.Flagged || len(st.Observations) != 2 || st.Observations[0].Value != observed("recent-session")[0].Value {
+		t.Errorf("State of the kept session = %+v, %v; want it flagged, its 2 observations kept", st, err)
+	}
+	// The pruned session starts afresh: unflagged, its old values new.
+	if err := s.Observe(ctx, "observed-session", observed("observed-session")[:1], false, now); err != nil {
+		t.Fatal(err)
+	}
+	st, err = s.State(ctx, "observed-session", 0)
+	if err != nil || st.Session.Flagged || len(st.Observations) != 1 || st.Observations[0].Seq <= seqBefore {
+		t.Errorf("State of the pruned session written again = %+v, %v; want it unflagged, one observation past Seq %d", st, err, seqBefore)
 	}
 }

@@ -21,12 +21,13 @@ func TestSessions(t *testing.T, open func(t *testing.T) store.Sessions) {
 	t.Run("KillAll", func(t *testing.T) { testKillAll(t, open(t)) })
 	t.Run("Refusals", func(t *testing.T) { testSessionRefusals(t, open(t)) })
 	t.Run("ConcurrentCharges", func(t *testing.T) { testConcurrentCharges(t, open(t)) })
+	testObservations(t, open)
 }
 
 func checkSession(t *testing.T, what string, got, want store.Session) {
 	t.Helper()
-	g := fmt.Sprint(got.ID, got.Step, got.Tokens, got.MicroUSD, got.Mode, got.Killed)
-	w := fmt.Sprint(want.ID, want.Step, want.Tokens, want.MicroUSD, want.Mode, want.Killed)
+	g := fmt.Sprint(got.ID, got.Step, got.Tokens, got.MicroUSD, got.Mode, got.Killed, got.Flagged)
+	w := fmt.Sprint(want.ID, want.Step, want.Tokens, want.MicroUSD, want.Mode, want.Killed, want.Flagged)
 	if g != w {
 		t.Errorf("%s: got %+v, want %+v", what, got, want)
 	}

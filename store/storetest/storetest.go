@@ -4,12 +4,16 @@
 // expires by itself, is decided once and is consumed once; a remembered
 // approval is made in the same step as its decision, matches only its own
 // scope and hash, is counted at each use and ends when it expires or is
-// revoked; a session's
-// charges never pass its budget nor a kill; a ledger key is held by one
-// owner at a time, fenced by its token, taken over only after its lease,
-// and its effect runs exactly once however many goroutines race on it
-// (TestApprovals, TestSessions, TestLedger). CheckTransitions is the body
-// of each backend's ledger fuzzer, BenchmarkLedger its benchmark.
+// revoked; a session's charges never pass its budget nor a kill; a
+// session holds each value it observed once per kind of source, its
+// Flagged once set stays set, and its observations are numbered in an
+// order that a reader following them by Seq never skips one of
+// (CheckObserveOrder, also run by each backend over two handles); a
+// ledger key is held by one owner at a time, fenced by its token, taken
+// over only after its lease, and its effect runs exactly once however
+// many goroutines race on it (TestApprovals, TestSessions, TestLedger).
+// CheckTransitions is the body of each backend's ledger fuzzer,
+// BenchmarkLedger its benchmark.
 //
 // A backend's test calls the suite with a function that opens a fresh,
 // empty store:
