@@ -276,9 +276,13 @@ var migrations = []string{
 	// were given (text would refuse a value cut inside a UTF-8
 	// sequence). A session's observations go with it (Prune).
 	// observation_count counts them, so that Observe finds what is past
-	// store.MaxObservations without counting them.
+	// store.MaxObservations without counting them; observation_floor is
+	// the highest seq dropped for that, so that the next drop's index scan
+	// starts above the entries of deleted rows, which stay in the index
+	// until a vacuum.
 	`ALTER TABLE sessions ADD COLUMN flagged boolean NOT NULL DEFAULT false,
-		ADD COLUMN observation_count bigint NOT NULL DEFAULT 0;
+		ADD COLUMN observation_count bigint NOT NULL DEFAULT 0,
+		ADD COLUMN observation_floor bigint NOT NULL DEFAULT 0;
 	CREATE TABLE observations (
 		seq       bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 		session   text    NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,

@@ -200,12 +200,14 @@ func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, f
 				RETURNING 1)
 			UPDATE sessions SET observation_count = observation_count + (SELECT count(*) FROM added) WHERE id = $1`,
 			id, fromUser, sources, values)
-		b.Queue(`WITH gone AS (
+		b.Queue(`WITH s AS (SELECT observation_count - $2 AS over, observation_floor AS floor FROM sessions WHERE id = $1),
+			gone AS (
 				DELETE FROM observations WHERE seq IN (
-					SELECT seq FROM observations WHERE session = $1 ORDER BY seq
-					LIMIT greatest((SELECT observation_count FROM sessions WHERE id = $1) - $2, 0))
-				RETURNING 1)
-			UPDATE sessions SET observation_count = observation_count - (SELECT count(*) FROM gone)
+					SELECT seq FROM observations WHERE session = $1 AND seq > (SELECT floor FROM s)
+					ORDER BY seq LIMIT greatest((SELECT over FROM s), 0))
+				RETURNING seq)
+			UPDATE sessions SET observation_count = observation_count - (SELECT count(*) FROM gone),
+				observation_floor = (SELECT max(seq) FROM gone)
 			WHERE id = $1 AND observation_count > $2`,
 			id, int64(store.MaxObservations))
 	}
