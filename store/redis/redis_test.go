@@ -70,6 +70,14 @@ func TestObserveOrderTwoHandles(t *testing.T) {
 	storetest.CheckObserveOrder(t, a, a, b)
 }
 
+func BenchmarkObserve(b *testing.B) {
+	storetest.BenchmarkObserve(b, openTest(b, uniquePrefix()))
+}
+
+func BenchmarkState(b *testing.B) {
+	storetest.BenchmarkState(b, openTest(b, uniquePrefix()))
+}
+
 func TestRuns(t *testing.T) {
 	storetest.TestRuns(t, func(t *testing.T) store.Runs { return openTest(t, uniquePrefix()) })
 }

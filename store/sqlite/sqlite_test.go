@@ -438,6 +438,10 @@ func TestObserveOrderTwoHandles(t *testing.T) {
 	storetest.CheckObserveOrder(t, a, a, b)
 }
 
+func BenchmarkObserve(b *testing.B) { storetest.BenchmarkObserve(b, openBench(b)) }
+
+func BenchmarkState(b *testing.B) { storetest.BenchmarkState(b, openBench(b)) }
+
 func TestRuns(t *testing.T) {
 	storetest.TestRuns(t, func(t *testing.T) store.Runs {
 		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
@@ -465,13 +469,16 @@ func TestLedger(t *testing.T) {
 	})
 }
 
-func BenchmarkLedger(b *testing.B) {
+func BenchmarkLedger(b *testing.B) { storetest.BenchmarkLedger(b, openBench(b)) }
+
+// openBench opens a fresh file for a benchmark, closed when it ends.
+func openBench(b *testing.B) *DB {
 	db, err := Open(filepath.Join(b.TempDir(), "airlock.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	storetest.BenchmarkLedger(b, db)
+	b.Cleanup(func() { db.Close() })
+	return db
 }
 
 // FuzzLedger replays operation sequences against SQLite and the shared

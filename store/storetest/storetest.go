@@ -13,7 +13,8 @@
 // over only after its lease, and its effect runs exactly once however
 // many goroutines race on it (TestApprovals, TestSessions, TestLedger).
 // CheckTransitions is the body of each backend's ledger fuzzer,
-// BenchmarkLedger its benchmark.
+// BenchmarkLedger its benchmark; BenchmarkObserve and BenchmarkState
+// measure what the gate asks of the store around each call.
 //
 // A backend's test calls the suite with a function that opens a fresh,
 // empty store:
