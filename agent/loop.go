@@ -25,7 +25,7 @@ const (
 )
 
 // checkpointVersion is the shape of state in a checkpoint.
-const checkpointVersion = 1
+const checkpointVersion = 2
 
 // state is one run's whole state: what a checkpoint holds.
 type state struct {
@@ -68,20 +68,7 @@ type state struct {
 	Refused map[string]bool `json:"refused,omitempty"`
 	Todo    []todoItem      `json:"todo,omitempty"`
 	Scratch string          `json:"scratch,omitempty"`
-	// Untrusted is what reached the session from untrusted tools, so
-	// that a resumed run's gate remembers it; User is what the user said.
-	Untrusted []observed `json:"untrusted,omitempty"`
-	User      []string   `json:"user,omitempty"`
 }
-
-type observed struct {
-	Source string `json:"source"`
-	Text   string `json:"text"`
-}
-
-// MaxUntrustedBytes bounds the untrusted text a checkpoint keeps for the
-// provenance check; past it the oldest goes.
-const MaxUntrustedBytes = 1 << 20
 
 // errKilled and errDeadline are the causes a run's context ends with.
 var (
@@ -124,7 +111,11 @@ func (a *Agent) Run(ctx context.Context, session, goal string) (*Summary, error)
 	}
 	st := &state{Version: checkpointVersion, Session: session, Goal: goal, Role: a.opts.Role, Mode: a.opts.Mode,
 		Models: a.opts.Models, Prices: a.opts.Prices, Ran: map[string]bool{}, Refused: map[string]bool{}}
-	a.opts.Gate.ObserveUser(session, goal)
+	// The goal's values are the user's: the session's provenance, which
+	// the gate keeps in the store, has them from here on.
+	if err := a.opts.Gate.ObserveUser(ctx, session, goal); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	return a.drive(ctx, st), nil
 }
 
@@ -158,15 +149,6 @@ func (a *Agent) Resume(ctx context.Context, session string) (*Summary, error) {
 	}
 	if st.Refused == nil {
 		st.Refused = map[string]bool{}
-	}
-	// The gate of this process has not seen the session: give it what
-	// the session's provenance check knew.
-	a.opts.Gate.ObserveUser(session, st.Goal)
-	for _, u := range st.User {
-		a.opts.Gate.ObserveUser(session, u)
-	}
-	for _, o := range st.Untrusted {
-		a.opts.Gate.ObserveUntrusted(session, o.Source, o.Text)
 	}
 	ap, err := a.opts.Approvals.Approval(ctx, st.Approval, a.opts.Now())
 	if err != nil {
@@ -452,34 +434,10 @@ func (a *Agent) output(ctx context.Context, st *state, tc model.ToolCall, key st
 		clear(st.Refused)
 	}
 	st.Ran[key] = true
-	if t != nil && t.Untrusted {
-		src := res.Provenance.Source
-		if src == "" {
-			src = tc.Name
-		}
-		st.remember(src, res.Content)
-	}
 	if a.quarantine[tc.Name] {
 		return a.read(ctx, st, tc.Name, res)
 	}
 	return toolOutput{text: res.Content}, nil
-}
-
-// remember keeps untrusted text for a resumed run's provenance check,
-// within MaxUntrustedBytes.
-func (st *state) remember(source, text string) {
-	if len(text) > MaxUntrustedBytes {
-		text = text[:MaxUntrustedBytes]
-	}
-	st.Untrusted = append(st.Untrusted, observed{Source: source, Text: text})
-	n := 0
-	for _, o := range st.Untrusted {
-		n += len(o.Text)
-	}
-	for n > MaxUntrustedBytes && len(st.Untrusted) > 1 {
-		n -= len(st.Untrusted[0].Text)
-		st.Untrusted = st.Untrusted[1:]
-	}
 }
 
 // approval handles a call the gate parked: ask a person now when there is

@@ -147,8 +147,9 @@ func (a *Agent) planning(ctx context.Context, st *state, tc model.ToolCall) (too
 		ans = ans[:MaxAnswerBytes]
 	}
 	// The user's answer is the user's: its values may go into calls.
-	a.opts.Gate.ObserveUser(st.Session, ans)
-	st.User = append(st.User, ans)
+	if err := a.opts.Gate.ObserveUser(ctx, st.Session, ans); err != nil {
+		return toolOutput{}, &ending{reason: ReasonNeedsInput, question: args.Question, detail: "recording the user's answer failed: " + err.Error()}
+	}
 	return toolOutput{text: "The user answered: " + ans}, nil
 }
 

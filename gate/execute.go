@@ -71,7 +71,7 @@ func runExecutor(ctx context.Context, t *tool.Tool, c *tool.Call) (res tool.Resu
 // MaxResultBytes caps the content a call returns to the model.
 const MaxResultBytes = 1 << 20
 
-func (g *Gate) after(_ context.Context, c *call) outcome {
+func (g *Gate) after(ctx context.Context, c *call) outcome {
 	if len(c.result.Content) > MaxResultBytes {
 		return endCall(failed, &tool.Error{Code: tool.CodeFileTooLarge,
 			Message: fmt.Sprintf("the result has %d bytes; the limit is MaxResultBytes = %d", len(c.result.Content), MaxResultBytes),
@@ -93,12 +93,15 @@ func (g *Gate) after(_ context.Context, c *call) outcome {
 		source = c.Tool
 	}
 	// What came in from outside is remembered, so that a later call
-	// carrying one of its values (a URL, a host, a path) asks first.
-	g.prov.session(c.Session).Observe(source, c.result.Content)
+	// carrying one of its values (a URL, a host, a path) asks first. A
+	// session whose provenance cannot be recorded gets nothing of it:
+	// its later calls would not know to ask.
 	rep := untrusted.Scan(c.result.Content)
 	c.result.Scan = &tool.Scan{Score: rep.Score, Flagged: rep.Flagged, Signals: rep.Names()}
-	if rep.Flagged && g.opts.OnFlagged == FlaggedAsk {
-		g.prov.flag(c.Session)
+	if err := g.observe(ctx, c.Session, source, c.result.Content, rep.Flagged && g.opts.OnFlagged == FlaggedAsk); err != nil {
+		c.note = err.Error()
+		c.result.Content = ""
+		return endCall(failed, internalError("what the tool read could not be recorded for the session, so it was withheld"))
 	}
 	if rep.Flagged && g.opts.OnFlagged == FlaggedDeny {
 		c.result.Content = ""

@@ -228,6 +228,7 @@ type call struct {
 	ticket   *ledger.Ticket        // the ledger key this call holds while it runs
 	acted    bool                  // the executor returned a result: the effect happened
 	replayed bool                  // the result is the ledger's stored one
+	state    *store.SessionState   // the session as the intent stage read it, if it did
 }
 
 // decision is what a stage decided about a call, as the audit log records

@@ -20,7 +20,14 @@ func (g *Gate) loop(ctx context.Context, c *call) outcome {
 	if g.opts.Sessions == nil || !c.execute {
 		return passOn(skipped)
 	}
-	killed, all, err := store.Killed(ctx, g.opts.Sessions, c.Session)
+	killed, all, err := false, false, error(nil)
+	if st := c.state; st != nil {
+		// The intent stage read the session a moment ago, kill flags and all.
+		all = st.KillAll
+		killed = all || st.Session.Killed
+	} else {
+		killed, all, err = store.Killed(ctx, g.opts.Sessions, c.Session)
+	}
 	if err != nil {
 		c.note = err.Error()
 		return endCall(failed, internalError("the session store failed"))
