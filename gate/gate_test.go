@@ -627,6 +627,9 @@ func (m *memSessions) Session(_ context.Context, id string) (store.Session, erro
 	}
 	return store.Session{ID: id, Killed: true}, nil
 }
+func (m *memSessions) State(_ context.Context, id string, _ int64) (store.SessionState, error) {
+	return store.SessionState{Session: store.Session{ID: id, Killed: m.killed[id]}, Exists: m.killed[id], KillAll: m.all}, nil
+}
 
 func TestKillSwitchRefusesCalls(t *testing.T) {
 	reg := tool.NewRegistry()

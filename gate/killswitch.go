@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 )
 
@@ -20,18 +19,19 @@ func (g *Gate) loop(ctx context.Context, c *call) outcome {
 	if g.opts.Sessions == nil || !c.execute {
 		return passOn(skipped)
 	}
-	killed, all, err := false, false, error(nil)
-	if st := c.state; st != nil {
-		// The intent stage read the session a moment ago, kill flags and all.
-		all = st.KillAll
-		killed = all || st.Session.Killed
-	} else {
-		killed, all, err = store.Killed(ctx, g.opts.Sessions, c.Session)
+	// One read of the session gives its kill flags, and refreshes the
+	// provenance cache on the way; the intent stage may have read it
+	// already.
+	if c.state == nil {
+		st, err := g.prov.session(c.Session).refresh(ctx, g.opts.Sessions, c.Session)
+		if err != nil {
+			c.note = err.Error()
+			return endCall(failed, internalError("the session store failed"))
+		}
+		c.state = &st
 	}
-	if err != nil {
-		c.note = err.Error()
-		return endCall(failed, internalError("the session store failed"))
-	}
+	all := c.state.KillAll
+	killed := all || c.state.Session.Killed
 	if killed {
 		return endCall(denied, KilledError(all))
 	}

@@ -86,11 +86,15 @@ func (g *Gate) ObserveUntrusted(ctx context.Context, session, source, text strin
 // else in this gate's memory.
 func (g *Gate) observe(ctx context.Context, session, source, text string, flag bool) error {
 	vs := untrusted.Values(text)
+	sp := g.prov.session(session)
 	if g.opts.Sessions == nil {
-		g.prov.session(session).add(source, vs, flag)
+		sp.add(source, vs, flag)
 		return nil
 	}
-	if len(vs) == 0 && !flag {
+	// What this gate read back from the store already needs no write: a
+	// session that reads the same file again costs no store round trip.
+	vs = sp.unknown(source, vs)
+	if len(vs) == 0 && (!flag || sp.isFlagged()) {
 		return nil
 	}
 	if len(vs) > store.MaxObserveBatch {
@@ -106,6 +110,7 @@ func (g *Gate) observe(ctx context.Context, session, source, text string, flag b
 	if err := g.opts.Sessions.Observe(ctx, session, obs, flag, time.Now()); err != nil {
 		return fmt.Errorf("gate: recording what reached session %q: %w", session, err)
 	}
+	sp.add(source, vs, flag) // as the next read from the store would
 	return nil
 }
 
@@ -157,6 +162,26 @@ func (sp *sessionProv) add(source string, vs []string, flag bool) {
 		sp.p.Add(source, v)
 	}
 	sp.flagged = sp.flagged || flag
+}
+
+// unknown returns the values of vs the cache does not hold from a source
+// of source's kind (the user, or untrusted content).
+func (sp *sessionProv) unknown(source string, vs []string) []string {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	out := vs[:0:0]
+	for _, v := range vs {
+		if !sp.p.Has(source, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (sp *sessionProv) isFlagged() bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.flagged
 }
 
 func (sp *sessionProv) read() (*untrusted.Provenance, bool) {

@@ -204,6 +204,22 @@ func (p *Provenance) Add(source, v string) {
 	}
 }
 
+// Has reports whether the value v (as Values extracts it) is remembered
+// as coming from the user (source SourceUser) or, for any other source,
+// from untrusted content.
+func (p *Provenance) Has(source, v string) bool {
+	if len(v) > MaxValueBytes {
+		v = v[:MaxValueBytes]
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if source == SourceUser {
+		return p.user[v]
+	}
+	_, ok := p.tainted[v]
+	return ok
+}
+
 // Len reports how many untrusted and user values are remembered.
 func (p *Provenance) Len() (untrusted, user int) {
 	p.mu.Lock()
