@@ -21,11 +21,14 @@
 // hook before it is hashed and written.
 //
 // Several writers may append to one log at once: Logs in other
-// processes, or several in one process. Each Append takes an exclusive
-// lock on the file (flock) for as long as it takes to find where the log
-// ends, chain its record onto the last record there (whoever wrote it) and
-// write the line in one write call; Options.LockWait bounds its wait for
-// the lock. So the log holds one chain, and Verify checks all of it. (On
+// processes, or several in one process. A writer takes an exclusive lock
+// on the file (flock), finds where the log ends and chains its records
+// onto the last record there (whoever wrote it), each written in one write
+// call; it keeps the lock until its syncer has synced them (within
+// Options.GroupWindow and an fsync), so that a busy writer takes the lock
+// once a window, not once a record. Options.LockWait bounds a writer's
+// wait for the lock. So the log holds one chain, and Verify checks all of
+// it. (On
 // platforms without flock the lock does nothing, and the log must have
 // one writer at a time.)
 //
@@ -257,6 +260,9 @@ type Log struct {
 	err      error      // first write or sync failure; sticky
 	closed   bool
 	buf      []byte // line being built; reused
+	// held: this Log holds the file's lock, from its first record after a
+	// sync until the syncer has synced it (see write).
+	held bool
 
 	// abandoned, when set, is closed once a wait for the lock that ran
 	// out has ended: see lock.
@@ -328,6 +334,15 @@ func (l *Log) lockFailed(err error) error {
 // unlock lets the lock go. Unlocking an open file does not fail; should
 // it, the next writer waits out its LockWait and reports ErrLocked.
 func (l *Log) unlock() { unlockFile(l.f) }
+
+// release lets the lock that write took go, if this Log holds it. l.mu
+// must be held.
+func (l *Log) release() {
+	if l.held {
+		l.unlock()
+		l.held = false
+	}
+}
 
 // HeadPath is the head file of the log at path.
 func HeadPath(path string) string { return path + ".head" }
@@ -558,20 +573,32 @@ func (l *Log) Append(e Entry) (Record, error) {
 }
 
 // write chains a record of e onto the last record of the log and writes
-// it, holding the lock throughout, so that no other writer comes between.
-// l.mu must be held.
-func (l *Log) write(e Entry, entry []byte) (Record, error) {
-	if err := l.lock(); err != nil {
-		return Record{}, l.lockFailed(err)
-	}
-	defer l.unlock()
-	if err := l.catchUp(); err != nil {
-		return Record{}, err
+// it, holding the lock, so that no other writer comes between. The lock is
+// kept until the syncer has synced the record (within GroupWindow and an
+// fsync), so that a busy writer takes it once a window rather than once a
+// record, and need not look at the tail again; another writer waits that
+// long at most. l.mu must be held.
+func (l *Log) write(e Entry, entry []byte) (rec Record, err error) {
+	if !l.held {
+		if err := l.lock(); err != nil {
+			return Record{}, l.lockFailed(err)
+		}
+		l.held = true
+		defer func() {
+			if err != nil {
+				l.release()
+			}
+		}()
+		// No other writer can append while this Log holds the lock: only
+		// a newly taken lock needs to find where the log ends now.
+		if err := l.catchUp(); err != nil {
+			return Record{}, err
+		}
 	}
 	if l.seq == math.MaxUint64 {
 		return Record{}, fmt.Errorf("audit: %s: seq is at its maximum; start a new log", l.path)
 	}
-	rec := Record{Seq: l.seq + 1, Time: l.now().UTC().Round(0), Prev: l.hash, Entry: e}
+	rec = Record{Seq: l.seq + 1, Time: l.now().UTC().Round(0), Prev: l.hash, Entry: e}
 	line, hash, err := encodeRecord(l.buf[:0], rec.Seq, rec.Time, rec.Prev, entry)
 	if err != nil {
 		return Record{}, err
@@ -739,6 +766,7 @@ func (l *Log) syncNow() {
 	drain(l.urgent)
 	l.mu.Lock()
 	if l.err != nil || l.seq == l.synced {
+		l.release()
 		l.mu.Unlock()
 		return
 	}
@@ -759,6 +787,9 @@ func (l *Log) syncNow() {
 	if err == nil {
 		err = l.nameHead(tmp, h)
 	}
+	// Records written since the fsync began are synced by the next
+	// round, which takes the lock again if it was let go here.
+	l.release()
 	if err != nil {
 		if l.err == nil {
 			l.err = err
@@ -773,11 +804,13 @@ func (l *Log) syncNow() {
 // that names h or a later record already: other writers update it too,
 // and it must never go back. l.mu must be held.
 func (l *Log) nameHead(tmp string, h head) error {
-	if err := l.lock(); err != nil {
-		os.Remove(tmp)
-		return l.lockFailed(err)
+	if !l.held {
+		if err := l.lock(); err != nil {
+			os.Remove(tmp)
+			return l.lockFailed(err)
+		}
+		defer l.unlock()
 	}
-	defer l.unlock()
 	cur, ok, err := readHead(HeadPath(l.path))
 	switch {
 	case err != nil:
