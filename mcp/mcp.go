@@ -45,6 +45,7 @@ import (
 
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
 )
 
@@ -113,6 +114,16 @@ type Options struct {
 	MaxMessageBytes int
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+	// Sessions, when set, holds each session's step counter: the step
+	// that keys a call in the idempotency ledger is the session's next
+	// (store.Sessions.ChargeSession), so that every process sharing the
+	// store (replicas, see HTTPOptions.Replicas) counts one session's
+	// steps together, and a killed session's call is refused before it
+	// reaches the gate. Nil keeps the counter in this process's memory,
+	// for as long as the session lives here: enough for one process that
+	// holds its sessions whole (stdio, tests, a program embedding the
+	// server).
+	Sessions store.Sessions
 	// GateFor, when set, gives the gate a session's calls go through, for
 	// a gate that depends on the session (the client's first root as the
 	// workspace). The gate given to NewServer then only lists the tools.
@@ -177,18 +188,36 @@ type server struct {
 	// in-memory transport, stateless HTTP), so that all calls of a
 	// session share one.
 	ids sync.Map // *sdk.ServerSession -> string
-	// steps counts each session's tool calls: the step that keys a call
-	// in the idempotency ledger, so that the same call made again later
-	// in a session runs again, while the re-run of an approved call (the
-	// same step) does not. A session's counter goes when the session
-	// ends, so that the map holds only live sessions.
+	// steps counts each session's tool calls when Options.Sessions is
+	// nil: the step that keys a call in the idempotency ledger, so that
+	// the same call made again later in a session runs again, while the
+	// re-run of an approved call (the same step) does not. A session's
+	// counter goes when the session ends, so that the map holds only
+	// live sessions.
 	steps sync.Map // session id -> *atomic.Int64
 	// running counts the calls running now: in all, and per session.
 	running busy
 }
 
-// nextStep returns the session's next step, from 1.
-func (s *server) nextStep(ss *sdk.ServerSession, session string) int64 {
+// nextStep returns the session's next step, from 1: charged to the
+// session in Options.Sessions when set, else counted in memory. A call
+// it cannot give a step to gets the error value to answer with: killed
+// when the session (or every session) is killed, internal_error when the
+// store fails, so that no call runs with a step that may repeat.
+func (s *server) nextStep(ctx context.Context, ss *sdk.ServerSession, session string) (int64, *tool.Error) {
+	if s.opts.Sessions != nil {
+		st, err := s.opts.Sessions.ChargeSession(ctx, session, store.Charge{Steps: 1}, time.Now())
+		if errors.Is(err, store.ErrKilled) {
+			_, all, _ := store.Killed(ctx, s.opts.Sessions, session)
+			return 0, gate.KilledError(all)
+		}
+		if err != nil {
+			s.opts.Logger.Error("mcp: the session store failed; the call did not run", "session", session, "error", err)
+			return 0, &tool.Error{Code: tool.CodeInternal, Message: "the session store failed; the call did not run",
+				Hint: "Make the call again in a moment; tell the operator if it keeps failing"}
+		}
+		return st.Step, nil
+	}
 	n, ok := s.steps.Load(session)
 	if !ok { // the session's first call: only then make its counter
 		var loaded bool
@@ -200,7 +229,7 @@ func (s *server) nextStep(ss *sdk.ServerSession, session string) int64 {
 			}()
 		}
 	}
-	return n.(*atomic.Int64).Add(1)
+	return n.(*atomic.Int64).Add(1), nil
 }
 
 func newServer(g *gate.Gate, opts *Options, tokenRoles bool) *sdk.Server {
@@ -323,11 +352,15 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if req.Params.RequestState != "" || req.Params.InputResponses != nil {
 		return s.answered(ctx, g, req, args, who), nil
 	}
+	step, refused := s.nextStep(ctx, req.Session, session)
+	if refused != nil {
+		return errorResult(tool.Result{Decision: "deny", Session: session, Error: refused}), nil
+	}
 	call := tool.Call{
 		Tool:    req.Params.Name,
 		Args:    args,
 		Session: session,
-		Step:    s.nextStep(req.Session, session),
+		Step:    step,
 		Role:    who.role,
 		Mode:    s.opts.Mode,
 	}

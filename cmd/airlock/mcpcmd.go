@@ -56,10 +56,13 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return refused(stderr, "mcp", err)
 		}
 		defer e.Close()
-		g, opts.Decide = e.Gate, recordDecision(e.Store)
+		g, opts.Decide, opts.Sessions = e.Gate, recordDecision(e.Store), e.Store
 	} else {
 		// The workspace is the client's first root, known once it has
 		// connected: calls wait for it, and only the listing is ready now.
+		// So is the store; until then there is none to count steps in,
+		// and the one session of this process counts them in memory
+		// (Options.Sessions nil), which it holds whole.
 		lazy := &rootsEnv{set: set}
 		defer lazy.Close()
 		if g, err = listingGate(set); err != nil {
@@ -120,7 +123,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return refused(stderr, "serve", err)
 	}
 	defer e.Close()
-	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions, Logger: serverLog(stderr)}
+	opts := &mcp.Options{Name: "airlock", Version: Version, Role: set.Role, Mode: set.Mode, Instructions: untrusted.Instructions,
+		Logger: serverLog(stderr), Sessions: e.Store}
 	if askClient { // out-of-band: no Decide, so nobody is asked (see runMCP)
 		opts.Decide = recordDecision(e.Store)
 	}
