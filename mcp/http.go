@@ -72,8 +72,18 @@ type HTTPOptions struct {
 	// zero means DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// SessionTimeout closes an idle MCP session; zero means
-	// DefaultSessionTimeout.
+	// DefaultSessionTimeout. Replicas keep no session to close.
 	SessionTimeout time.Duration
+	// Replicas serves every MCP session on every replica that shares
+	// SessionKey and the store (Options.Sessions, and the gate's): the
+	// SDK serves each request statelessly and airlock keeps the session,
+	// as a signed Mcp-Session-Id (see replicas.go). NewHTTPHandler
+	// refuses it without Options.Sessions or with a short SessionKey.
+	Replicas bool
+	// SessionKey signs session ids and approval request states under
+	// Replicas; every replica of a deployment has the same secret, at
+	// least MinSessionKeyBytes long.
+	SessionKey []byte
 }
 
 func (h *HTTPOptions) withDefaults() HTTPOptions {
@@ -124,8 +134,19 @@ func NewHTTPHandler(g *gate.Gate, opts *Options, h *HTTPOptions) (http.Handler, 
 	if err != nil {
 		return nil, err
 	}
-	srv := newServer(g, &o, len(tokens) > 0)
+	var stateKey []byte // nil: random, for this process alone
+	if ho.Replicas {
+		if o.Sessions == nil {
+			return nil, errors.New("mcp: HTTPOptions.Replicas needs Options.Sessions, the store the replicas share: each replica would count a session's steps on its own")
+		}
+		if len(ho.SessionKey) < MinSessionKeyBytes {
+			return nil, fmt.Errorf("mcp: HTTPOptions.Replicas needs a SessionKey of at least MinSessionKeyBytes (%d), the same secret on every replica", MinSessionKeyBytes)
+		}
+		stateKey = ho.SessionKey
+	}
+	srv := newServer(g, &o, len(tokens) > 0, stateKey)
 	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+		Stateless:           ho.Replicas,
 		Logger:              o.Logger,
 		SessionTimeout:      ho.SessionTimeout,
 		MaxRequestBodyBytes: ho.MaxBodyBytes,
@@ -135,12 +156,16 @@ func NewHTTPHandler(g *gate.Gate, opts *Options, h *HTTPOptions) (http.Handler, 
 		DisableLocalhostProtection: true,
 	})
 	var inner http.Handler = mcpHandler
+	if ho.Replicas {
+		inner = &replicaSessions{key: ho.SessionKey, next: inner}
+	}
 	if len(tokens) > 0 {
 		// The SDK's middleware puts the TokenInfo where the SDK passes it
 		// to tool handlers (RequestExtra.TokenInfo) and checks each
-		// session's requests against its UserID; requireToken has already
-		// verified the token and answered 401 otherwise.
-		inner = requireToken(tokens, auth.RequireBearerToken(verifiedToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(mcpHandler))
+		// session's requests against its UserID (with Replicas, the
+		// session id's tag binds it); requireToken has already verified
+		// the token and answered 401 otherwise.
+		inner = requireToken(tokens, auth.RequireBearerToken(verifiedToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(inner))
 	}
 	guarded := &guard{hosts: hosts, origins: origins, maxBody: ho.MaxBodyBytes, next: inner}
 	mux := http.NewServeMux()

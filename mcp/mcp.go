@@ -23,6 +23,16 @@
 //	handler, _ := mcp.NewHTTPHandler(g, nil, h)
 //	err = mcp.ListenAndServe(ctx, handler, h)
 //
+// Over HTTP, one session's requests may go to any of several replicas
+// (HTTPOptions.Replicas): the SDK then serves each request statelessly,
+// and airlock keeps the session itself, as an Mcp-Session-Id signed with
+// a key every replica shares (HTTPOptions.SessionKey) and bound to the
+// caller's token; a session's steps, approvals, ledger and kill switch are
+// in the store the replicas share (Options.Sessions, the gate's store). A
+// client before protocol 2026-07-28 is then never asked for approval (a
+// stateless server sends no requests): its call ends approval_required.
+// replicas.go says more.
+//
 // The stdio transport is airlock's own: unlike the SDK's, a malformed or
 // oversized line is answered with a JSON-RPC error and the session goes on.
 // The HTTP handler checks Host, Origin, the bearer token and the body size
@@ -167,7 +177,7 @@ func (opts *Options) withDefaults() Options {
 // NewServer returns an MCP server that lists every tool of g with its
 // bounded schema and runs every tools/call through g.Call.
 func NewServer(g *gate.Gate, opts *Options) *sdk.Server {
-	return newServer(g, opts, false)
+	return newServer(g, opts, false, nil)
 }
 
 // server is the state the tool handlers share.
@@ -182,11 +192,11 @@ type server struct {
 	tools map[string]bool
 	// stateKey signs the request state of an approval question (see
 	// approval.go): random per server, so a state from another process,
-	// or made up by a client, is refused.
+	// or made up by a client, is refused; with HTTPOptions.Replicas the
+	// SessionKey every replica shares, so that the answer may reach any.
 	stateKey []byte
 	// ids holds the ids given to sessions whose transport has none (the
-	// in-memory transport, stateless HTTP), so that all calls of a
-	// session share one.
+	// in-memory transport), so that all calls of a session share one.
 	ids sync.Map // *sdk.ServerSession -> string
 	// steps counts each session's tool calls when Options.Sessions is
 	// nil: the step that keys a call in the idempotency ledger, so that
@@ -232,9 +242,14 @@ func (s *server) nextStep(ctx context.Context, ss *sdk.ServerSession, session st
 	return n.(*atomic.Int64).Add(1), nil
 }
 
-func newServer(g *gate.Gate, opts *Options, tokenRoles bool) *sdk.Server {
-	s := &server{gate: g, opts: opts.withDefaults(), tokenRoles: tokenRoles, tools: map[string]bool{}, stateKey: make([]byte, stateKeyBytes)}
-	rand.Read(s.stateKey) // never fails (crypto/rand, Go 1.24 and later)
+// newServer returns the server; stateKey signs request states, and nil
+// means a random one.
+func newServer(g *gate.Gate, opts *Options, tokenRoles bool, stateKey []byte) *sdk.Server {
+	s := &server{gate: g, opts: opts.withDefaults(), tokenRoles: tokenRoles, tools: map[string]bool{}, stateKey: stateKey}
+	if s.stateKey == nil {
+		s.stateKey = make([]byte, stateKeyBytes)
+		rand.Read(s.stateKey) // never fails (crypto/rand, Go 1.24 and later)
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &sdk.ServerOptions{
 		Logger:       quietCancels(s.opts.Logger),
 		Instructions: s.opts.Instructions,
@@ -336,7 +351,7 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 			Message: "the caller's role could not be established from its token",
 			Hint:    "Tell the operator: the MCP server is misconfigured"}}), nil
 	}
-	session := s.sessionID(req.Session)
+	session := s.sessionID(ctx, req.Session)
 	if !s.running.enter(session, s.opts.MaxCalls, s.opts.MaxSessionCalls) {
 		return errorResult(tool.Result{Decision: "deny", Session: session, Error: busyError(s.opts.MaxCalls, s.opts.MaxSessionCalls)}), nil
 	}
@@ -399,9 +414,13 @@ func (s *server) caller(req *sdk.CallToolRequest) (caller, bool) {
 	return caller{role: role, principal: req.Extra.TokenInfo.UserID}, ok && role != ""
 }
 
-// sessionID returns the MCP session id, or one of airlock's own for a
-// transport that has none.
-func (s *server) sessionID(ss *sdk.ServerSession) string {
+// sessionID returns the session id the replica layer verified
+// (HTTPOptions.Replicas), else the MCP session id, else one of airlock's
+// own for a transport that has none.
+func (s *server) sessionID(ctx context.Context, ss *sdk.ServerSession) string {
+	if id, ok := sessionFromContext(ctx); ok {
+		return id
+	}
 	if ss == nil {
 		return ""
 	}
