@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -31,6 +32,7 @@ type settings struct {
 	Store          string            `yaml:"store"`
 	CommandNetwork string            `yaml:"command_network"`
 	Approvals      string            `yaml:"approvals"`
+	Replicas       string            `yaml:"replicas"`
 	Credentials    string            `yaml:"credentials"`
 	Addr           string            `yaml:"addr"`
 	Tokens         map[string]string `yaml:"tokens"` // bearer token -> role, for airlock serve
@@ -83,7 +85,48 @@ var settingTable = []setting{
 		func(s *settings) *string { return &s.Sandbox }},
 	{"approvals", "AIRLOCK_APPROVALS", "how the MCP doors get a person's approval: client (default: ask through the client where it can answer; a decline is a denial) or out-of-band (never ask the client: the call waits for airlock approve)",
 		func(s *settings) *string { return &s.Approvals }},
+	{"replicas", "AIRLOCK_REPLICAS", "airlock serve: serve each MCP session on every replica of a deployment, with no sticky sessions; the replicas share the store (postgres:// or redis:// across hosts) and the approval key file (true or false; default false: a session lives in the process that opened it)",
+		func(s *settings) *string { return &s.Replicas }},
 }
+
+// booleanSettings are the settings of the table that are true or false:
+// their flag may stand alone (--replicas), and takes no other value.
+var booleanSettings = map[string]bool{"replicas": true}
+
+// replicas says whether airlock serve serves each MCP session on every
+// replica (the replicas setting): "" and false mean no, true yes; any
+// other value is refused.
+func (s *settings) replicas() (bool, error) {
+	if s.Replicas == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(s.Replicas)
+	if err != nil {
+		return false, fmt.Errorf("invalid_setting: replicas %q is neither true nor false. Hint: pass --replicas to serve each MCP session on every replica, or leave it out", s.Replicas)
+	}
+	return on, nil
+}
+
+// boolFlag is the flag of a boolean setting: it may stand alone, and it
+// keeps its value as the string the settings hold.
+type boolFlag struct{ s *string }
+
+func (b boolFlag) String() string {
+	if b.s == nil {
+		return ""
+	}
+	return *b.s
+}
+
+func (b boolFlag) Set(v string) error {
+	if _, err := strconv.ParseBool(v); err != nil {
+		return errors.New("want true or false")
+	}
+	*b.s = v
+	return nil
+}
+
+func (b boolFlag) IsBoolFlag() bool { return true }
 
 // The values of the approvals setting.
 const (
@@ -123,6 +166,11 @@ func registerSettings(fs *flag.FlagSet, withAddr bool) *settingFlags {
 	sf := &settingFlags{vals: map[string]*string{}}
 	fs.StringVar(&sf.config, "config", "", "the config `FILE` (default: $AIRLOCK_CONFIG, else airlock/"+ConfigFile+" in the user's config directory, when present)")
 	for _, s := range settingTable {
+		if booleanSettings[s.flag] {
+			sf.vals[s.flag] = new(string)
+			fs.Var(boolFlag{sf.vals[s.flag]}, s.flag, s.usage)
+			continue
+		}
 		sf.vals[s.flag] = fs.String(s.flag, "", s.usage)
 	}
 	if withAddr {

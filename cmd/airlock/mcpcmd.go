@@ -18,6 +18,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"airlock.dev/airlock/canon"
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/mcp"
 	"airlock.dev/airlock/runtime"
@@ -111,6 +112,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return misused(stderr, "serve", err)
 	}
+	replicas, err := set.replicas()
+	if err != nil {
+		return misused(stderr, "serve", err)
+	}
 	// An address others can reach without tokens is refused before
 	// anything is opened or printed.
 	if err := mcp.CheckExposure(set.Addr, set.Tokens); err != nil {
@@ -118,7 +123,21 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	set.envelopes = true
 	warnEnvSecrets(stderr)
-	e, err := openRuntime(ctx, set, "", nil)
+	cfg, err := runtimeConfig(set, "", nil)
+	if err != nil {
+		return refused(stderr, "serve", err)
+	}
+	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
+	if replicas {
+		// The replicas of a deployment share the approval key file, so
+		// the key their session ids are signed with comes from it: the
+		// gate and the session layer use the same key bytes.
+		if cfg.ApprovalKey, err = runtime.LoadApprovalKey(""); err != nil {
+			return refused(stderr, "serve", err)
+		}
+		h.Replicas, h.SessionKey = true, sessionKey(cfg.ApprovalKey)
+	}
+	e, err := runtime.Open(ctx, cfg)
 	if err != nil {
 		return refused(stderr, "serve", err)
 	}
@@ -128,7 +147,6 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if askClient { // out-of-band: no Decide, so nobody is asked (see runMCP)
 		opts.Decide = recordDecision(e.Store)
 	}
-	h := &mcp.HTTPOptions{Addr: set.Addr, Tokens: set.Tokens, AllowedHosts: set.AllowedHosts, AllowedOrigins: set.AllowedOrigins}
 	handler, err := mcp.NewHTTPHandler(e.Gate, opts, h)
 	if err != nil {
 		return misused(stderr, "serve", err)
@@ -140,10 +158,24 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return refused(stderr, "serve", err)
 	}
 	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", ln.Addr(), e.Workspace.Dir())
+	if replicas {
+		keyPath, _ := runtime.ApprovalKeyPath()
+		fmt.Fprintf(stderr, "airlock serve: replicas: any replica with the same store and approval key (%s) serves this server's sessions\n", keyPath)
+	}
 	if err := mcp.Serve(ctx, ln, handler, h); err != nil && !errors.Is(err, context.Canceled) {
 		return refused(stderr, "serve", err)
 	}
 	return exitOK
+}
+
+// sessionKeyLabel sets the key MCP session ids are signed with apart from
+// every other use of the approval key it is derived from.
+const sessionKeyLabel = "airlock mcp session key"
+
+// sessionKey derives the key replicas sign MCP session ids and approval
+// request states with from the approval key, which they all share.
+func sessionKey(approvalKey []byte) []byte {
+	return []byte(canon.Bind(approvalKey, sessionKeyLabel))
 }
 
 // recordDecision records the answer a person gave through MCP elicitation in
