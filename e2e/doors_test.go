@@ -169,42 +169,13 @@ func TestKillAcrossDoors(t *testing.T) {
 	env := doorEnv(t)
 	cs := stdioClient(t, bin, ws, env)
 	ctx := context.Background()
-	// A sleep of a length no other process uses, to find it in /proc.
-	marker := fmt.Sprintf("31.%06d", time.Now().UnixNano()%1000000)
-	type result struct {
-		code string
-		err  error
-		at   time.Time
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, code, err := toolCall(ctx, cs, "run_command", map[string]any{"command": "sleep " + marker})
-		done <- result{code, err, time.Now()}
-	}()
-	if !waitFor(20*time.Second, func() bool { return len(procsWith("sleep", marker)) > 0 }) {
-		t.Fatalf("the sandboxed sleep %s never started", marker)
-	}
-	kill := exec.Command(bin, "kill", "--all", "--workspace", ws)
-	kill.Env = env
-	if out, err := kill.CombinedOutput(); err != nil {
-		t.Fatalf("airlock kill --all: %v\n%s", err, out)
-	}
-	killed := time.Now()
-	select {
-	case r := <-done:
-		if r.err != nil || r.code != "killed" {
-			t.Errorf("the call in flight ended with code %q (%v), want killed", r.code, r.err)
+	killInFlight(ctx, t, cs, sleepMarker(31), func() {
+		kill := exec.Command(bin, "kill", "--all", "--workspace", ws)
+		kill.Env = env
+		if out, err := kill.CombinedOutput(); err != nil {
+			t.Fatalf("airlock kill --all: %v\n%s", err, out)
 		}
-		t.Logf("the call in flight ended %v after the kill", r.at.Sub(killed))
-		if d := r.at.Sub(killed); d > time.Second {
-			t.Errorf("the call in flight ended %v after the kill, want within 1 s", d)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the call in flight still runs 30 s after the kill")
-	}
-	if !waitFor(5*time.Second, func() bool { return len(procsWith("sleep", marker)) == 0 }) {
-		t.Errorf("sleep %s is still running after the kill: pids %v", marker, procsWith("sleep", marker))
-	}
+	})
 	if _, code, err := toolCall(ctx, cs, "calculate", map[string]any{"expression": "1+1"}); err != nil || code != "killed" {
 		t.Errorf("airlock mcp after the kill: code %q, %v; want killed", code, err)
 	}
@@ -221,6 +192,57 @@ func TestKillAcrossDoors(t *testing.T) {
 	}
 	if code, err := cliCall(bin, ws, env, "calculate", `{"expression":"1+1"}`); err != nil || code != "" {
 		t.Errorf("airlock call once the kill is lifted: code %q, %v", code, err)
+	}
+}
+
+// killWithin bounds how long a call in flight may take to end after
+// airlock kill: the gate reads the kill switch every gate.KillPoll
+// (200 ms), whichever process set it.
+const killWithin = time.Second
+
+// sleepMarker is a length of sleep of about seconds that no other process
+// uses, to find the sleep in /proc.
+func sleepMarker(seconds int) string {
+	return fmt.Sprintf("%d.%06d", seconds, time.Now().UnixNano()%1000000)
+}
+
+// killInFlight makes the call run_command {"command": "sleep MARKER"}
+// through cs, waits until the sandboxed sleep runs, calls kill, and
+// checks that the call ends with killed within killWithin of kill's
+// return, leaving no sleep behind.
+func killInFlight(ctx context.Context, t *testing.T, cs *sdk.ClientSession, marker string, kill func()) {
+	t.Helper()
+	type result struct {
+		code string
+		err  error
+		at   time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, code, err := toolCall(ctx, cs, "run_command", map[string]any{"command": "sleep " + marker})
+		done <- result{code, err, time.Now()}
+	}()
+	if !waitFor(20*time.Second, func() bool { return len(procsWith("sleep", marker)) > 0 }) {
+		t.Fatalf("the sandboxed sleep %s never started", marker)
+	}
+	start := time.Now()
+	kill()
+	killed := time.Now()
+	select {
+	case r := <-done:
+		if r.err != nil || r.code != "killed" {
+			t.Errorf("the call in flight ended with code %q (%v), want killed", r.code, r.err)
+		}
+		d := r.at.Sub(killed)
+		t.Logf("the call in flight ended %v after the kill returned (%v after it started)", d, r.at.Sub(start))
+		if d > killWithin {
+			t.Errorf("the call in flight ended %v after the kill, want within %v", d, killWithin)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call in flight still runs 30 s after the kill")
+	}
+	if !waitFor(5*time.Second, func() bool { return len(procsWith("sleep", marker)) == 0 }) {
+		t.Errorf("sleep %s is still running after the kill: pids %v", marker, procsWith("sleep", marker))
 	}
 }
 

@@ -162,13 +162,14 @@ func workspace(t *testing.T, name string) string {
 	return dir
 }
 
-// serve starts airlock serve on a free loopback port, in its own process
-// group, waits for /healthz, and returns the /mcp URL. The server and
-// anything it started are killed when the test ends.
-func serve(t *testing.T, bin, ws string, env []string) string {
+// serve starts airlock serve on a free loopback port, with the extra
+// flags given, in its own process group, waits for /healthz, and returns
+// the /mcp URL. The server and anything it started are killed when the
+// test ends.
+func serve(t *testing.T, bin, ws string, env []string, extra ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--workspace", ws)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--workspace", ws}, extra...)...)
 	// Its own directory, so that no airlock.yaml around the test is read.
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
