@@ -26,7 +26,7 @@ const (
 
 var testTokens = map[string]string{viewerToken: "viewer", operatorToken: "operator", adminToken: "admin"}
 
-func newHTTP(t *testing.T, f *fixture, opts *mcp.Options, h *mcp.HTTPOptions) *httptest.Server {
+func newHTTP(t testing.TB, f *fixture, opts *mcp.Options, h *mcp.HTTPOptions) *httptest.Server {
 	t.Helper()
 	handler, err := mcp.NewHTTPHandler(f.gate, opts, h)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"airlock.dev/airlock/mcp"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/store/sqlite"
+	"airlock.dev/airlock/store/storeurl/storeurltest"
 	"airlock.dev/airlock/tool"
 )
 
@@ -276,5 +277,40 @@ func TestReplicasNeedStoreAndKey(t *testing.T) {
 	}
 	if _, err := mcp.NewHTTPHandler(f.gate, &mcp.Options{Sessions: db}, &mcp.HTTPOptions{Replicas: true, SessionKey: replicaKey}); err != nil {
 		t.Errorf("a store and a key: %v", err)
+	}
+}
+
+// BenchmarkReplicaCall measures the tools/call round trip of calculate
+// over Streamable HTTP, from the SDK's client: the stateful door with its
+// steps in memory and in each store backend, and the Replicas door
+// (stateless, behind airlock's session layer) with its steps in each.
+func BenchmarkReplicaCall(b *testing.B) {
+	backends := append([]storeurltest.Backend{{Name: "memory"}}, storeurltest.Backends(b, "mcp_bench")...)
+	for _, replicas := range []bool{false, true} {
+		for _, st := range backends {
+			if replicas && st.URL == "" {
+				continue // Replicas needs a store
+			}
+			b.Run(map[bool]string{false: "stateful", true: "replicas"}[replicas]+"/"+st.Name, func(b *testing.B) {
+				f := newFixture(b)
+				opts := &mcp.Options{}
+				if st.URL != "" {
+					opts.Sessions = storeurltest.Open(b, st)
+				}
+				srv := newHTTP(b, f, opts, &mcp.HTTPOptions{Replicas: replicas, SessionKey: replicaKey})
+				cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
+					&sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp", DisableStandaloneSSE: true}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cs.Close()
+				params := &sdk.CallToolParams{Name: "calculate", Arguments: map[string]any{"expression": "6*7"}}
+				for b.Loop() {
+					if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+						b.Fatalf("call: %v %+v", err, res)
+					}
+				}
+			})
+		}
 	}
 }
