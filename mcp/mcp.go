@@ -345,6 +345,13 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	if rr, ok := replicaFromContext(ctx); ok {
+		// A replica's call lasts as long as its HTTP request (replicas.go).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(rr.http, cancel)()
+	}
 	who, ok := s.caller(req)
 	if !ok {
 		return errorResult(tool.Result{Decision: "deny", Error: &tool.Error{Code: tool.CodeInternal,
@@ -418,8 +425,8 @@ func (s *server) caller(req *sdk.CallToolRequest) (caller, bool) {
 // (HTTPOptions.Replicas), else the MCP session id, else one of airlock's
 // own for a transport that has none.
 func (s *server) sessionID(ctx context.Context, ss *sdk.ServerSession) string {
-	if id, ok := sessionFromContext(ctx); ok {
-		return id
+	if rr, ok := replicaFromContext(ctx); ok {
+		return rr.session
 	}
 	if ss == nil {
 		return ""

@@ -16,7 +16,11 @@ package mcp
 //     otherwise (a forged, edited or another token's id), which tells the
 //     client to initialize anew;
 //   - the verified ID goes with the request, in its context, to the tool
-//     handler: it is the gate's session of the request's calls.
+//     handler: it is the gate's session of the request's calls;
+//   - a call ends when its HTTP request does (the client cancelled it, or
+//     went away): the client's notifications/cancelled is a request of
+//     its own, which may reach another replica, and no replica could
+//     deliver the result of a request whose client has gone.
 //
 // Everything else a session has that matters lives in the store the
 // replicas share (Options.Sessions and the gate's): steps, approvals, the
@@ -54,13 +58,21 @@ const sessionHeader = "Mcp-Session-Id"
 // the same key (the request state's).
 const sessionLabel = "airlock.dev/mcp/session/v1"
 
-// sessionKey is where the verified session id goes in a request's context.
-type sessionKey struct{}
+// replicaRequest is what the replica layer hands the tool handler, in the
+// request's context: the verified session id, and the HTTP request's own
+// context, which the SDK does not pass on as the handler's.
+type replicaRequest struct {
+	session string
+	http    context.Context
+}
 
-// sessionFromContext returns the session id the replica layer verified.
-func sessionFromContext(ctx context.Context) (string, bool) {
-	id, ok := ctx.Value(sessionKey{}).(string)
-	return id, ok
+type replicaKey struct{}
+
+// replicaFromContext returns what the replica layer verified, if it
+// served the request.
+func replicaFromContext(ctx context.Context) (replicaRequest, bool) {
+	rr, ok := ctx.Value(replicaKey{}).(replicaRequest)
+	return rr, ok
 }
 
 // replicaSessions is the session layer in front of the stateless SDK
@@ -104,5 +116,5 @@ func (rs *replicaSessions) tag(id, principal string) string {
 }
 
 func withSession(r *http.Request, id string) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), sessionKey{}, id))
+	return r.WithContext(context.WithValue(r.Context(), replicaKey{}, replicaRequest{session: id, http: r.Context()}))
 }

@@ -314,3 +314,47 @@ func BenchmarkReplicaCall(b *testing.B) {
 		}
 	}
 }
+
+// TestReplicasCancel: a replica ends a call whose client cancelled it,
+// on every protocol version: the client's cancel notification may reach
+// another replica, so the call ends with its HTTP request.
+func TestReplicasCancel(t *testing.T) {
+	for _, version := range []string{legacyVersion, latestVersion} {
+		t.Run(version, func(t *testing.T) {
+			f := newFixture(t)
+			srv := newHTTP(t, f, &mcp.Options{Sessions: sessionStore(t)}, &mcp.HTTPOptions{Replicas: true, SessionKey: replicaKey})
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+				&sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "probe", Arguments: map[string]any{"sleep_ms": 5000}}); err == nil {
+				t.Fatal("the call outlived its client's deadline")
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for !f.cancelled(t) {
+				if time.Now().After(deadline) {
+					t.Fatal("the call still runs 2 s after its client cancelled it: no cancelled entry in the audit log")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// cancelled reports whether the audit log holds a call that ended
+// cancelled.
+func (f *fixture) cancelled(t *testing.T) bool {
+	t.Helper()
+	if err := f.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(f.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(data, []byte(`"code":"cancelled"`))
+}
