@@ -25,13 +25,17 @@
 //
 // Over HTTP, one session's requests may go to any of several replicas
 // (HTTPOptions.Replicas): the SDK then serves each request statelessly,
-// and airlock keeps the session itself, as an Mcp-Session-Id signed with
-// a key every replica shares (HTTPOptions.SessionKey) and bound to the
-// caller's token; a session's steps, approvals, ledger and kill switch are
-// in the store the replicas share (Options.Sessions, the gate's store). A
-// client before protocol 2026-07-28 is then never asked for approval (a
-// stateless server sends no requests): its call ends approval_required.
-// replicas.go says more.
+// and airlock keeps the session itself, as an Mcp-Session-Id signed with a
+// key every replica shares (HTTPOptions.SessionKey) and bound to the
+// caller's token; a session's steps, approvals, ledger, provenance and
+// kill switch are in the store the replicas share (Options.Sessions, the
+// gate's store). A client before protocol 2026-07-28 is then never asked
+// for approval (a stateless server sends no requests): its call ends
+// approval_required. replicas.go says more.
+//
+//	opts := &mcp.Options{Sessions: db} // the store every replica opens
+//	h := &mcp.HTTPOptions{Addr: ":8731", Tokens: tokens, Replicas: true, SessionKey: sharedKey}
+//	handler, _ := mcp.NewHTTPHandler(g, opts, h)
 //
 // The stdio transport is airlock's own: unlike the SDK's, a malformed or
 // oversized line is answered with a JSON-RPC error and the session goes on.

@@ -24,7 +24,7 @@ package mcp
 //
 // Everything else a session has that matters lives in the store the
 // replicas share (Options.Sessions and the gate's): steps, approvals, the
-// ledger, the kill switch. A replica holds no session state of its own,
+// ledger, the kill switch, and the provenance of what the session read. A replica holds no session state of its own,
 // so no sticky routing is needed. GET answers 405 (no server-sent stream:
 // the spec allows it) and DELETE 204 for a session that verifies: there
 // is nothing to free.
