@@ -160,7 +160,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fmt.Fprintf(stderr, "airlock serve: MCP at http://%s/mcp, workspace %s\n", ln.Addr(), e.Workspace.Dir())
 	if replicas {
 		keyPath, _ := runtime.ApprovalKeyPath()
-		fmt.Fprintf(stderr, "airlock serve: replicas: any replica with the same store and approval key (%s) serves this server's sessions\n", keyPath)
+		fmt.Fprintf(stderr, "airlock serve: replicas: any replica with the same store and approval key (%s, fingerprint %s) serves this server's sessions\n",
+			keyPath, keyFingerprint(h.SessionKey))
 	}
 	if err := mcp.Serve(ctx, ln, handler, h); err != nil && !errors.Is(err, context.Canceled) {
 		return refused(stderr, "serve", err)
@@ -176,6 +177,17 @@ const sessionKeyLabel = "airlock mcp session key"
 // request states with from the approval key, which they all share.
 func sessionKey(approvalKey []byte) []byte {
 	return []byte(canon.Bind(approvalKey, sessionKeyLabel))
+}
+
+// keyFingerprintLen is how many hex digits of a key's fingerprint the
+// banner shows: enough to tell two keys apart at a glance.
+const keyFingerprintLen = 12
+
+// keyFingerprint names a key without revealing it, so that an operator
+// can see that every replica has the same: a replica with another key
+// answers 404 to every session the others opened.
+func keyFingerprint(key []byte) string {
+	return canon.Bind(key, "airlock key fingerprint")[:keyFingerprintLen]
 }
 
 // recordDecision records the answer a person gave through MCP elicitation in

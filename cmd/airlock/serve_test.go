@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -20,8 +21,8 @@ import (
 
 // serveInProcess runs `airlock serve args...` in this process on a free
 // loopback port until the test ends, and returns its address once
-// /healthz answers.
-func serveInProcess(t *testing.T, args ...string) string {
+// /healthz answers, and what it has written to stderr so far.
+func serveInProcess(t *testing.T, args ...string) (string, func() string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,7 +58,7 @@ func serveInProcess(t *testing.T, args ...string) string {
 		}
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
 			resp.Body.Close()
-			return addr
+			return addr, logged
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("airlock serve %s not healthy: %s", strings.Join(args, " "), logged())
@@ -94,9 +95,14 @@ func TestServeReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	common := []string{"--workspace", ws, "--store", "sqlite:" + db}
-	a := serveInProcess(t, append(common, "--replicas")...)
-	b := serveInProcess(t, append(common, "--config", config)...)
-	plain := serveInProcess(t, common...)
+	a, bannerA := serveInProcess(t, append(common, "--replicas")...)
+	b, bannerB := serveInProcess(t, append(common, "--config", config)...)
+	plain, _ := serveInProcess(t, common...)
+	// Both name the same key by its fingerprint, for the operator to see.
+	fingerprint := regexp.MustCompile(`fingerprint [0-9a-f]{12}`)
+	if fa, fb := fingerprint.FindString(bannerA()), fingerprint.FindString(bannerB()); fa == "" || fa != fb {
+		t.Errorf("the replicas' banners name key fingerprints %q and %q, want the same:\n%s\n%s", fa, fb, bannerA(), bannerB())
+	}
 
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + a + "/mcp",
