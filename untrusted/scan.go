@@ -644,13 +644,18 @@ func printable(b []byte) bool {
 }
 
 func rot13(s string) string {
-	return strings.Map(func(r rune) rune {
+	// Byte by byte, so that the result has exactly the length of s and
+	// offsets into it are offsets into s: strings.Map would turn each
+	// invalid UTF-8 byte into a three-byte U+FFFD. ASCII letters never
+	// occur inside a multi-byte sequence.
+	b := []byte(s)
+	for i, c := range b {
 		switch {
-		case r >= 'a' && r <= 'z':
-			return 'a' + (r-'a'+13)%26
-		case r >= 'A' && r <= 'Z':
-			return 'A' + (r-'A'+13)%26
+		case c >= 'a' && c <= 'z':
+			b[i] = 'a' + (c-'a'+13)%26
+		case c >= 'A' && c <= 'Z':
+			b[i] = 'A' + (c-'A'+13)%26
 		}
-		return r
-	}, s)
+	}
+	return string(b)
 }
