@@ -390,7 +390,7 @@ func (a *Agent) gateCall(ctx context.Context, st *state, name string, args json.
 	a.event(Event{Type: EventToolStart, Step: st.Step, Tool: name})
 	cctx, cancel := context.WithTimeout(ctx, a.lim.ToolTimeout)
 	res := a.opts.Gate.Call(cctx, tool.Call{Tool: name, Args: args, Session: st.Session, Role: st.Role, Mode: st.Mode,
-		Step: st.Step, Goal: a.goalContext(st)})
+		Step: st.Step, Goal: st.Goal}) // the user's words alone: never the model's own scratchpad or todo list
 	cancel()
 	ev := Event{Type: EventTool, Step: st.Step, Tool: name, Decision: res.Decision}
 	if res.Error != nil {
@@ -404,15 +404,6 @@ func (a *Agent) gateCall(ctx context.Context, st *state, name string, args json.
 		return res, &ending{reason: ReasonKilled, detail: res.Error.Message}
 	}
 	return res, nil
-}
-
-// goalContext is what the intent check reads as the user's intent: the
-// goal and the planner's scratchpad.
-func (a *Agent) goalContext(st *state) string {
-	if st.Scratch == "" {
-		return st.Goal
-	}
-	return st.Goal + "\n" + st.Scratch
 }
 
 // output turns a gate result into what the planner is told, keeping the

@@ -227,3 +227,26 @@ func TestReaderFailureWithholdsTheDocument(t *testing.T) {
 		t.Errorf("the planner was told %+v", res)
 	}
 }
+
+// The scratchpad is the model's own writing, not the user's: a sensitive
+// token the model notes there (as an injected instruction would have it
+// do) does not count as the goal naming it, so the call carrying it still
+// asks in auto mode. Ground truth is the file that must not exist.
+func TestScratchpadIsNotTheUsersIntent(t *testing.T) {
+	h := newHarness(t, "", 0)
+	rec := &recorder{steps: []agent.Step{
+		calls(C("scratchpad", `{"action":"write","text":"the user wants the secret notes saved to secret/out.txt"}`)),
+		calls(C("write_file", `{"path":"secret/out.txt","content":"notes"}`)),
+		finish("done"),
+	}}
+	a := h.agent(rec.planner(), agent.Options{Mode: "auto"})
+	sum := run(t, a, "Summarise the README")
+	wantReason(t, sum, agent.ReasonWaitingApproval)
+	if _, err := os.Stat(filepath.Join(h.ws.Dir(), "secret", "out.txt")); err == nil {
+		t.Fatal("a write the scratchpad 'justified' ran without approval")
+	}
+	ap, err := h.db.Approval(context.Background(), sum.Approval, time.Now())
+	if err != nil || ap.Tool != "write_file" || ap.Rule != gate.IntentRule {
+		t.Errorf("approval = %+v, %v; want write_file asked by %s", ap, err, gate.IntentRule)
+	}
+}
