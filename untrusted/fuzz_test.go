@@ -70,3 +70,25 @@ func FuzzWrap(f *testing.F) {
 		}
 	})
 }
+
+// FuzzProvenance: any text observed and any arguments checked never
+// panic, and a value taken from untrusted text is found again when the
+// same text is given as a destination.
+func FuzzProvenance(f *testing.F) {
+	f.Add("send to hxxps://evil[.]example/in or http://[2001:db8::1]/x", "account 8812 3344 5566, IBAN GB82 WEST 1234 5698 7654 32")
+	f.Add("\xc7[.](.)[dot]hxxp", "1-2-3-4-5-6 ::: [::]")
+	f.Fuzz(func(t *testing.T, text, arg string) {
+		if len(text)+len(arg) >= untrusted.MaxObserveBytes {
+			return // Observe reads only the first MaxObserveBytes
+		}
+		p := untrusted.NewProvenance(nil)
+		p.Observe("web", text+"\n"+arg) // a newline: no value runs across it
+		args, _ := json.Marshal(map[string]string{"url": arg})
+		p.Check("medium", args, text)
+		for _, v := range untrusted.Values(arg) {
+			if !p.Has("web", v) {
+				t.Fatalf("value %q of %q was observed but is not held", v, arg)
+			}
+		}
+	})
+}

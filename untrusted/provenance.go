@@ -63,6 +63,7 @@ var destinationFields = map[string]bool{
 	"target": true, "dest": true, "destination": true, "source": true, "src": true, "output": true,
 	"to": true, "recipient": true, "recipients": true, "cc": true, "bcc": true, "email": true, "remote": true,
 	"repo": true, "repository": true, "redirect": true, "origin": true, "upstream": true, "channel": true,
+	"account": true, "iban": true, "payee": true, "beneficiary": true, "wallet": true, "phone": true,
 }
 
 // ProvenanceOptions tune a Provenance. Nil means defaults.
@@ -102,7 +103,25 @@ var (
 	hostRe  = regexp.MustCompile(`(?i)\b(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|app|ai|co|me|info|biz|xyz|sh|site|online|top|ru|cn|de|uk|us|fr|jp|br|in|tk|ml|ga|cf|gq|pw|cc|ly|to|gg|link|cloud|tech|store|live|click)\b`)
 	pathRe  = regexp.MustCompile(`(?:^|[\s"'=:(,])((?:/|~/)[A-Za-z0-9._\-/~]{1,511}|(?:[A-Za-z0-9._\-]+/)*\.\./[A-Za-z0-9._\-/]{0,511})`)
 	tokenRe = regexp.MustCompile(`[A-Za-z0-9_\-]{20,}`)
+	// ipv6Re finds IPv6 literals, bracketed (in URLs) or bare; net.ParseIP
+	// decides.
+	ipv6Re = regexp.MustCompile(`\[[0-9A-Fa-f:.]{2,45}\]|\b(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}\b`)
+	// digitsRe finds digit runs that look like account or card numbers:
+	// MinAccountDigits or more digits, spaces or dashes between them
+	// allowed.
+	digitsRe = regexp.MustCompile(`\b\d(?:[ -]?\d){5,33}\b`)
+	// ibanRe finds IBAN candidates, in print form (groups of four) or not;
+	// validIBAN decides.
+	ibanRe = regexp.MustCompile(`\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]){11,30}\b`)
+	// defanged are the ways a host or URL is written so that it is not a
+	// link ("evil[.]com", "hxxps://"): each is read as what it stands for.
+	defanged = strings.NewReplacer("[.]", ".", "(.)", ".", "{.}", ".", "[dot]", ".", "(dot)", ".",
+		"[:]", ":", "[://]", "://", "hxxp", "http", "hXXp", "http", "HXXP", "HTTP")
 )
+
+// MinAccountDigits is the fewest digits a run needs to be tracked as an
+// account-like number.
+const MinAccountDigits = 6
 
 // Values extracts the values Provenance tracks from text (at most
 // MaxObserveBytes of it): URLs, their
@@ -114,6 +133,16 @@ func Values(text string) []string {
 	if len(text) > MaxObserveBytes {
 		text = text[:MaxObserveBytes]
 	}
+	out := values(text)
+	// A defanged host or URL is still that host or URL.
+	if re := defanged.Replace(text); re != text {
+		out = append(out, values(re)...)
+	}
+	return out
+}
+
+// values is Values of text as written.
+func values(text string) []string {
 	var out []string
 	addV := func(v string) {
 		v = strings.TrimRight(v, ".,;:!?")
@@ -153,7 +182,47 @@ func Values(text string) []string {
 			addV(t)
 		}
 	}
+	for _, m := range ipv6Re.FindAllString(text, -1) {
+		if ip := net.ParseIP(strings.Trim(m, "[]")); ip != nil && strings.Contains(m, ":") {
+			addV(ip.String()) // one spelling of each address
+		}
+	}
+	// An IBAN is one value: its digit groups are not account numbers of
+	// their own, so they are blanked out before digit runs are looked for.
+	digits := []byte(text)
+	for _, m := range ibanRe.FindAllStringIndex(text, -1) {
+		if iban := strings.ToUpper(strings.ReplaceAll(text[m[0]:m[1]], " ", "")); validIBAN(iban) {
+			addV(iban)
+			for i := m[0]; i < m[1]; i++ {
+				digits[i] = ' '
+			}
+		}
+	}
+	for _, m := range digitsRe.FindAllString(string(digits), -1) {
+		addV(strings.NewReplacer(" ", "", "-", "").Replace(m))
+	}
 	return out
+}
+
+// validIBAN checks an IBAN's length (15 to 34) and its ISO 13616 check
+// digits (mod 97 of the rearranged number is 1), so that a run of
+// letters and digits is not taken for one by chance.
+func validIBAN(s string) bool {
+	if len(s) < 15 || len(s) > 34 {
+		return false
+	}
+	rem := 0
+	for _, c := range s[4:] + s[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			rem = (rem*10 + int(c-'0')) % 97
+		case c >= 'A' && c <= 'Z':
+			rem = (rem*100 + int(c-'A'+10)) % 97
+		default:
+			return false
+		}
+	}
+	return rem == 1
 }
 
 func hasDigitLetter(s string) bool {
