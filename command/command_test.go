@@ -452,7 +452,7 @@ func TestRules(t *testing.T) {
 
 		// ask:publish
 		{"git push", ask("ask:publish", "git")},
-		{"git push --force origin main", ask("ask:publish", "git")},
+		{"git push --force origin main", deny("deny:git-push-rewrite", "git")},
 		{"git -C sub push", ask("ask:publish", "git")},
 		{"npm publish", ask("ask:publish", "npm")},
 		{"cargo publish", ask("ask:publish", "cargo")},
@@ -601,7 +601,7 @@ func TestRules(t *testing.T) {
 		{"git add . && git commit -m 'x'", allow("allow:build", "git")},
 		{"git checkout -b x", allow("allow:build", "git")},
 		{"git switch main", allow("allow:build", "git")},
-		{"git restore x", allow("allow:build", "git")},
+		{"git restore x", ask("ask:git-data-loss", "git")},
 		{"git stash", allow("allow:build", "git")},
 		{"cd src && go test ./...", allow("allow:inspect", "cd")},
 		{"cd /tmp && rm -rf x", allow("allow:inspect", "cd")},
@@ -833,3 +833,60 @@ func TestDisplayBound(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// TestGitDataLoss: git subcommands that throw away work that exists
+// nowhere else ask; pushes that force, mirror or delete are denied; the
+// everyday forms of the same commands still run.
+func TestGitDataLoss(t *testing.T) {
+	checkTable(t, Default(), nil, []struct {
+		script string
+		want   want
+	}{
+		{"git reset --hard", ask("ask:git-data-loss", "git")},
+		{"git reset --hard HEAD~3", ask("ask:git-data-loss", "git")},
+		{"git clean -fdx", ask("ask:git-data-loss", "git")},
+		{"git clean --force -d", ask("ask:git-data-loss", "git")},
+		{"git checkout -- .", ask("ask:git-data-loss", "git")},
+		{"git checkout .", ask("ask:git-data-loss", "git")},
+		{"git checkout -f main", ask("ask:git-data-loss", "git")},
+		{"git restore .", ask("ask:git-data-loss", "git")},
+		{"git restore src/main.go", ask("ask:git-data-loss", "git")},
+		{"git branch -D feature", ask("ask:git-data-loss", "git")},
+		{"git branch -d -f feature", ask("ask:git-data-loss", "git")},
+		{"git stash drop", ask("ask:git-data-loss", "git")},
+		{"git stash clear", ask("ask:git-data-loss", "git")},
+		{"git push -f", deny("deny:git-push-rewrite", "git")},
+		{"git push --force-with-lease origin main", deny("deny:git-push-rewrite", "git")},
+		{"git push --mirror backup", deny("deny:git-push-rewrite", "git")},
+		{"git push origin --delete feature", deny("deny:git-push-rewrite", "git")},
+		{"git push origin :feature", deny("deny:git-push-rewrite", "git")},
+		{"git push origin +main", deny("deny:git-push-rewrite", "git")},
+		// The everyday forms.
+		{"git push origin main", ask("ask:publish", "git")},
+		{"git reset HEAD file.go", allow("allow:build", "git")},
+		{"git reset --soft HEAD~1", allow("allow:build", "git")},
+		{"git clean -n", allow("allow:build", "git")},
+		{"git checkout main", allow("allow:build", "git")},
+		{"git checkout -b feature", allow("allow:build", "git")},
+		{"git restore --staged file.go", allow("allow:build", "git")},
+		{"git branch feature", allow("allow:inspect", "git")},
+		{"git branch -d feature", allow("allow:inspect", "git")},
+		{"git stash", allow("allow:build", "git")},
+		{"git stash pop", allow("allow:build", "git")},
+	})
+}
+
+// TestGitDataLossConfigurable: a policy's allow entry loosens the ask of
+// ask:git-data-loss, and nothing loosens the deny of a rewriting push.
+func TestGitDataLossConfigurable(t *testing.T) {
+	p, err := Compile(&Config{Allow: []Entry{{Name: "git reset"}, {Name: "git push"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Check("git reset --hard", nil); d.Verdict != Allow {
+		t.Errorf("git reset --hard with git reset allowed: %v %s", d.Verdict, d.Rule)
+	}
+	if d := p.Check("git push --force", nil); d.Verdict != Deny || d.Rule != "deny:git-push-rewrite" {
+		t.Errorf("git push --force with git push allowed: %v %s, want deny:git-push-rewrite", d.Verdict, d.Rule)
+	}
+}

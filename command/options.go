@@ -23,7 +23,8 @@ type parsed struct {
 	flags    string // short flags seen without a value, in order
 	longs    []string
 	values   []optVal
-	end      int // with stop: the index of the first operand, or len(args)
+	end      int  // with stop: the index of the first operand, or len(args)
+	dashdash bool // a "--" ended the options
 }
 
 func (p *parsed) has(short byte, long ...string) bool {
@@ -81,6 +82,7 @@ func parseOpts(args []arg, from int, spec optSpec) parsed {
 				p.end = i + 1
 				return p
 			}
+			p.dashdash = true
 			for j := i + 1; j < len(args); j++ {
 				p.operands = append(p.operands, j)
 			}

@@ -25,6 +25,7 @@ import (
 //	deny:dynamic-command      a command name only known at run time ($x, $(...), {a,b}, globs), eval,
 //	                          source, alias, hash -p, ${x@P}, IFS, LD_PRELOAD or BASH_ENV assignments,
 //	                          and a PAGER, EDITOR or GIT_SSH_COMMAND whose command is only known at run time
+//	deny:git-push-rewrite     git push --force (and --force-with-lease), --mirror, --delete, +ref or :ref
 //	deny:parse-error, deny:limit:<Limit>, deny:no-policy, deny:internal
 //
 // Ask a person first:
@@ -35,6 +36,8 @@ import (
 //	ask:dynamic-path     a write to a path only known at run time
 //	ask:repository-files a write to a .git entry at any depth (mkdir sub/.git, > .git/config), git init,
 //	                     git config that sets: git runs a repository's hooks and config on the host
+//	ask:git-data-loss    git reset --hard, clean -f, checkout -- . (or -f), restore of the work tree,
+//	                     branch -D, stash drop or clear: work that exists nowhere else is thrown away
 //	ask:environment      an assignment to PATH, HOME, CDPATH, NODE_OPTIONS, PYTHONPATH and the like
 //	ask:unknown          any command the rules do not know, scripts run from files, inline code (python -c)
 //

@@ -82,6 +82,9 @@ func (x *cmd) git() {
 	case "status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "grep", "blame", "describe",
 		"shortlog", "reflog", "show-ref", "cat-file", "ls-tree", "rev-list", "version", "help", "whatchanged", "count-objects":
 		x.set(Allow, "allow:inspect", "", "")
+		if x.gitDataLoss(sub, rest) {
+			return
+		}
 		if sub == "grep" && (rest.has('O') || hasPrefixLong(rest, "--open-files-in-pager")) {
 			x.set(Ask, "ask:unknown", "git grep -O runs a pager program on the files", "Run git grep without -O")
 			return
@@ -96,6 +99,9 @@ func (x *cmd) git() {
 	case "add", "commit", "checkout", "switch", "restore", "stash", "mv", "rm", "merge", "rebase", "reset",
 		"cherry-pick", "revert", "tag", "clean", "apply", "am", "format-patch", "notes", "bisect", "worktree", "gc", "mergetool":
 		x.set(Allow, "allow:build", "", "")
+		if x.gitDataLoss(sub, rest) {
+			return
+		}
 		if sub == "bisect" && len(rest.operands) > 0 && x.args[rest.operands[0]].lit == "run" {
 			x.set(Ask, "ask:unknown", "git bisect run runs a command of its own at every step", "Run the test command directly, or ask the user to approve it")
 			return
@@ -128,9 +134,64 @@ func (x *cmd) git() {
 		}
 	case "push", "send-email", "send-pack", "request-pull":
 		x.set(Ask, "ask:publish", "git "+sub+" publishes commits outside the workspace", "Ask the user to approve the push")
+		if sub == "push" && x.gitPushRewrites(rest) {
+			x.set(Deny, "deny:git-push-rewrite", "git push with force, --mirror or a delete rewrites or removes history on the remote, which no one can undo from here",
+				"Push without --force, --mirror or deletes; ask the user to do it themselves if the task needs it")
+		}
 	default:
 		x.set(Ask, "ask:unknown", "git "+sub+" is a git command the policy does not know", "Ask the user to approve it")
 	}
+}
+
+// gitDataLoss asks before a git subcommand that throws away work that
+// exists nowhere else (rule ask:git-data-loss): reset --hard, clean -f,
+// checkout or restore of files over their changes, branch -D, stash drop
+// or clear. It reports whether it did.
+func (x *cmd) gitDataLoss(sub string, rest parsed) bool {
+	operand := func(lits ...string) bool {
+		for _, i := range rest.operands {
+			for _, l := range lits {
+				if x.args[i].lit == l {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var what string
+	switch {
+	case sub == "reset" && rest.has(0, "--hard", "--merge", "--keep"):
+		what = "git reset --hard throws away the uncommitted changes"
+	case sub == "clean" && (rest.has('f', "--force") || hasPrefixLong(rest, "--force")):
+		what = "git clean -f deletes the files git does not track"
+	case sub == "checkout" && (rest.has('f', "--force") || rest.dashdash || operand(".", ":/")):
+		what = "git checkout of files overwrites their uncommitted changes"
+	case sub == "restore" && !(rest.has('S', "--staged") && !rest.has('W', "--worktree")):
+		what = "git restore overwrites the files' uncommitted changes"
+	case sub == "branch" && (rest.has('D') || (rest.has('d', "--delete") && rest.has('f', "--force"))):
+		what = "git branch -D deletes a branch whose commits may exist nowhere else"
+	case sub == "stash" && operand("drop", "clear"):
+		what = "git stash drop or clear deletes stashed changes"
+	default:
+		return false
+	}
+	x.set(Ask, "ask:git-data-loss", what, "Ask the user first, or keep the work (commit or stash it) before throwing it away")
+	return true
+}
+
+// gitPushRewrites reports whether a push forces, mirrors or deletes: a
+// force flag, --mirror, --delete, or a refspec that forces (+ref) or
+// deletes (:ref).
+func (x *cmd) gitPushRewrites(rest parsed) bool {
+	if rest.has('f', "--mirror", "--prune") || rest.has('d', "--delete") || hasPrefixLong(rest, "--force") {
+		return true
+	}
+	for _, i := range rest.operands {
+		if l := x.args[i].lit; strings.HasPrefix(l, "+") || strings.HasPrefix(l, ":") {
+			return true
+		}
+	}
+	return false
 }
 
 // gitConfigReads reports whether git config only reads: --get and its
