@@ -27,15 +27,10 @@ func (g *Gate) record(c *call, res *tool.Result) error {
 	if !c.execute {
 		e.Note = "check: nothing executed"
 	}
-	if _, err := g.opts.Audit.Append(e); err != nil {
-		return err
-	}
-	if c.ran && c.entry.tool.Effect != tool.EffectRead {
-		// A side effect happened: its record goes to the kernel before the
-		// result returns, so a crash of this process cannot lose it.
-		return g.opts.Audit.Flush()
-	}
-	return nil
+	// The record is in the file when Append returns (audit writes at
+	// once), so a crash of this process after a side effect cannot lose it.
+	_, err := g.opts.Audit.Append(e)
+	return err
 }
 
 func sha(b []byte) string {

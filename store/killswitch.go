@@ -2,21 +2,19 @@ package store
 
 import (
 	"context"
-	"errors"
+	"math"
 	"time"
 )
 
 // Killed reads the kill switch of a session: whether it is killed, and
 // whether that is because every session is (SetKillAll).
 func Killed(ctx context.Context, s Sessions, session string) (killed, all bool, err error) {
-	if all, err = s.KillAll(ctx); err != nil || all {
-		return all, all, err
+	// One read: State past every observation carries both kill flags.
+	st, err := s.State(ctx, session, math.MaxInt64)
+	if err != nil {
+		return false, false, err
 	}
-	sess, err := s.Session(ctx, session)
-	if errors.Is(err, ErrNotFound) {
-		return false, false, nil
-	}
-	return sess.Killed, false, err
+	return st.KillAll || st.Session.Killed, st.KillAll, nil
 }
 
 // WatchKill reads the kill switch of session every poll until ctx ends or
