@@ -81,6 +81,27 @@ func ParseEffect(s string) (Effect, error) {
 // MarshalText writes the effect's name.
 func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
+// Class names the kind of external effect a tool has, for the decisions
+// that depend on it (the taint of a session that read untrusted content
+// names it in its reason; the policy loosens that ask per tool). The zero
+// Class is a tool that says nothing more than its Effect.
+type Class string
+
+const (
+	ClassEgress  Class = "egress"  // fetches from or sends to a network host
+	ClassPayment Class = "payment" // moves money: pays, transfers, refunds
+	ClassSend    Class = "send"    // sends a message: mail, chat, SMS, a post
+)
+
+// Valid says whether c is the zero Class or one of the named ones.
+func (c Class) Valid() bool {
+	switch c {
+	case "", ClassEgress, ClassPayment, ClassSend:
+		return true
+	}
+	return false
+}
+
 // Executor runs a call whose arguments the gate has already validated
 // against the tool's schema and whose guards have passed. It returns a
 // Result, with Error set for a failure the model may repair, or a Go error
@@ -99,6 +120,9 @@ type Tool struct {
 	Schema json.RawMessage
 	Risk   Risk
 	Effect Effect
+	// Class is the kind of external effect (payment, send, egress); a
+	// tool with a Class has Effect EffectExternal.
+	Class Class
 	// PathArgs names the top-level string arguments that are workspace
 	// paths; the gate resolves them inside the workspace before anything
 	// runs.
@@ -296,6 +320,10 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool %q: risk must be low, medium or high", t.Name)
 	case t.Effect < EffectRead || t.Effect > EffectExternal:
 		return fmt.Errorf("tool %q: effect must be read, write or external", t.Name)
+	case !t.Class.Valid():
+		return fmt.Errorf("tool %q: class %q is not egress, payment or send", t.Name, t.Class)
+	case t.Class != "" && t.Effect != EffectExternal:
+		return fmt.Errorf("tool %q: class %s is an external effect; declare Effect external", t.Name, t.Class)
 	case len(t.Schema) == 0:
 		return fmt.Errorf("tool %q has no input schema", t.Name)
 	case t.Run == nil:

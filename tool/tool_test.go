@@ -27,6 +27,8 @@ func TestRegister(t *testing.T) {
 		"no schema":      func(t *Tool) { t.Name, t.Schema = "d", nil },
 		"no executor":    func(t *Tool) { t.Name, t.Run = "e", nil },
 		"no description": func(t *Tool) { t.Name, t.Description = "f", " " },
+		"unknown class":  func(t *Tool) { t.Name, t.Effect, t.Class = "g", EffectExternal, "teleport" },
+		"payment write":  func(t *Tool) { t.Name, t.Effect, t.Class = "h", EffectWrite, ClassPayment },
 	}
 	for name, mutate := range bad {
 		tl := okTool("calculate")
@@ -35,13 +37,18 @@ func TestRegister(t *testing.T) {
 			t.Errorf("%s: Register accepted %+v", name, tl)
 		}
 	}
+	pay := okTool("pay")
+	pay.Effect, pay.Class = EffectExternal, ClassPayment
+	if err := r.Register(pay); err != nil {
+		t.Errorf("a payment tool with an external effect: %v", err)
+	}
 	r.Register(okTool("alpha"))
 	var names []string
 	for _, tl := range r.List() {
 		names = append(names, tl.Name)
 	}
-	if got := len(names); got != 2 || names[0] != "alpha" || names[1] != "calculate" {
-		t.Errorf("List = %v, want [alpha calculate]", names)
+	if got := len(names); got != 3 || names[0] != "alpha" || names[1] != "calculate" || names[2] != "pay" {
+		t.Errorf("List = %v, want [alpha calculate pay]", names)
 	}
 	if _, ok := r.Lookup("nope"); ok {
 		t.Error("Lookup found an unregistered tool")

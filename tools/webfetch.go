@@ -46,6 +46,7 @@ func WebFetch(c *egress.Client) tool.Tool {
 		Schema:    webFetchSchema,
 		Risk:      tool.RiskMedium,
 		Effect:    tool.EffectExternal,
+		Class:     tool.ClassEgress,
 		Untrusted: true,
 		URLArgs:   []string{"url"},
 		Run:       runWebFetch(c),
