@@ -82,6 +82,11 @@ type Provenance struct {
 	order     []string          // tainted values, oldest first
 	user      map[string]bool
 	userOrder []string
+	// truncated: an untrusted value was forgotten past max (or the store
+	// dropped some, MarkTruncated), so what the session read is no longer
+	// all known. It is never cleared: flooding the session with junk
+	// must not make a value it read look like the user's.
+	truncated bool
 }
 
 // NewProvenance returns an empty tracker.
@@ -191,7 +196,7 @@ func values(text string) []string {
 	// their own, so they are blanked out before digit runs are looked for.
 	digits := []byte(text)
 	for _, m := range ibanRe.FindAllStringIndex(text, -1) {
-		if iban := strings.ToUpper(strings.ReplaceAll(text[m[0]:m[1]], " ", "")); validIBAN(iban) {
+		if iban := longestIBAN(strings.ToUpper(strings.ReplaceAll(text[m[0]:m[1]], " ", ""))); iban != "" {
 			addV(iban)
 			for i := m[0]; i < m[1]; i++ {
 				digits[i] = ' '
@@ -201,7 +206,23 @@ func values(text string) []string {
 	for _, m := range digitsRe.FindAllString(string(digits), -1) {
 		addV(strings.NewReplacer(" ", "", "-", "").Replace(m))
 	}
+	for _, a := range amounts(text) {
+		addV(a)
+	}
 	return out
+}
+
+// longestIBAN returns the longest valid IBAN that s starts with, or "":
+// the pattern runs on into the words after an IBAN in print form ("GB82
+// WEST ... 32 the 10 pounds"), so the candidate is cut back until its
+// check digits agree.
+func longestIBAN(s string) string {
+	for n := min(len(s), 34); n >= 15; n-- {
+		if validIBAN(s[:n]) {
+			return s[:n]
+		}
+	}
+	return ""
 }
 
 // validIBAN checks an IBAN's length (15 to 34) and its ISO 13616 check
@@ -269,8 +290,26 @@ func (p *Provenance) Add(source, v string) {
 		if len(p.order) > p.max {
 			delete(p.tainted, p.order[0])
 			p.order = p.order[1:]
+			p.truncated = true
 		}
 	}
+}
+
+// MarkTruncated records that values which reached the session were
+// forgotten elsewhere (the store dropped observations past its bound):
+// from now on every value the user did not give counts as untrusted.
+func (p *Provenance) MarkTruncated() {
+	p.mu.Lock()
+	p.truncated = true
+	p.mu.Unlock()
+}
+
+// Truncated reports whether the session forgot values it read (see
+// MarkTruncated).
+func (p *Provenance) Truncated() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.truncated
 }
 
 // Has reports whether the value v (as Values extracts it) is remembered
@@ -335,10 +374,23 @@ func (p *Provenance) check(fields []field, goal string) (bool, string) {
 	}
 	p.mu.Lock()
 	for _, f := range dest {
-		for _, v := range Values(f.value) {
+		if v, src, ok := p.untrustedIn(f.value); ok {
+			p.mu.Unlock()
+			if src == "" {
+				return true, fmt.Sprintf("argument %q carries %q, which the user did not give, and this session read more untrusted values than it keeps (%d), so it may have come from one", f.key, truncate(v, 80), p.max)
+			}
+			return true, fmt.Sprintf("argument %q carries %q, which reached this session only through untrusted content (%s), not from the user", f.key, truncate(v, 80), src)
+		}
+	}
+	for _, f := range fields {
+		if !isAmountField(f.key) {
+			continue
+		}
+		if c, ok := canonAmount(f.value); ok {
+			v := amountPrefix + c
 			if src, ok := p.tainted[v]; ok && !p.user[v] {
 				p.mu.Unlock()
-				return true, fmt.Sprintf("argument %q carries %q, which reached this session only through untrusted content (%s), not from the user", f.key, truncate(v, 80), src)
+				return true, fmt.Sprintf("argument %q is the amount %s, which reached this session only through untrusted content (%s), not from the user", f.key, c, src)
 			}
 		}
 	}
@@ -355,12 +407,110 @@ func (p *Provenance) check(fields []field, goal string) (bool, string) {
 	return false, ""
 }
 
-func isDestination(key string) bool {
+// untrustedIn finds a value in s, as written or in a decoded form (see
+// decodedForms), that the user did not give and that reached the session
+// through untrusted content, with its source; or, in a truncated
+// session, any value the user did not give, with no source. p.mu is
+// held.
+func (p *Provenance) untrustedIn(s string) (v, source string, found bool) {
+	check := func(vs []string) bool {
+		for _, x := range vs {
+			if p.user[x] {
+				continue
+			}
+			if src, ok := p.tainted[x]; ok {
+				v, source = x, src
+				return true
+			}
+			if p.truncated {
+				v = x
+				return true
+			}
+		}
+		return false
+	}
+	if check(Values(s)) {
+		return v, source, true
+	}
+	for _, d := range decodedForms(s) {
+		if check(values(d)) {
+			return v, source, true
+		}
+	}
+	return "", "", false
+}
+
+// Destinations lists where a call's arguments (JSON) send or act, as the
+// taint of a session judges them: in each destination field (see
+// destinationFields), the hosts of its URLs, and its host names, IP
+// addresses, email addresses, account numbers, IBANs and long tokens, as
+// Values reads them; paths are where a call acts in the workspace, not
+// where it sends, and are left out. A destination field in which Values
+// finds nothing is one destination as written, trimmed and in lower
+// case ("ops-team").
+func Destinations(args json.RawMessage) ([]string, error) {
+	fields, err := argFields(args)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range fields {
+		if !isDestination(f.key) || strings.TrimSpace(f.value) == "" {
+			continue
+		}
+		vs := Values(f.value)
+		if len(vs) == 0 {
+			v := strings.ToLower(strings.TrimSpace(f.value))
+			out = append(out, v[:min(len(v), MaxValueBytes)])
+			continue
+		}
+		for _, v := range vs {
+			switch {
+			case strings.HasPrefix(v, amountPrefix), strings.HasPrefix(v, "/"), strings.HasPrefix(v, "~"), strings.Contains(v, "../"):
+			case strings.Contains(v, "://"):
+				if u, err := url.Parse(v); err == nil && u.Hostname() != "" {
+					out = append(out, CanonicalHost(u.Hostname()))
+				}
+			default:
+				out = append(out, v)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// CanonicalHost writes a host as Values records it: lower case, no
+// trailing dot, an IPv6 address in its one short form.
+func CanonicalHost(h string) string {
+	h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String()
+	}
+	return h
+}
+
+func isDestination(key string) bool { return fieldIn(destinationFields, key) }
+
+// isAmountField reports whether any word of key names an amount
+// ("amount", "amount_eur", "total_due").
+func isAmountField(key string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(key), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		if amountFields[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldIn reports whether key names a field of set: case-insensitively,
+// as the whole key or its last word after _, - or .
+func fieldIn(set map[string]bool, key string) bool {
 	k := strings.ToLower(key)
-	if destinationFields[k] {
+	if set[k] {
 		return true
 	}
-	if i := strings.LastIndexAny(k, "_-."); i >= 0 && destinationFields[k[i+1:]] {
+	if i := strings.LastIndexAny(k, "_-."); i >= 0 && set[k[i+1:]] {
 		return true
 	}
 	return false

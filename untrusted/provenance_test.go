@@ -104,12 +104,34 @@ func TestProvenanceBounded(t *testing.T) {
 	if u, us := p.Len(); u != 10 || us != 5 {
 		t.Fatalf("remembered %d untrusted and %d user values, want 10 and 5", u, us)
 	}
-	// The oldest were forgotten, the newest are kept.
-	if ask, _ := p.Check(untrusted.RiskHigh, json.RawMessage(`{"url": "https://host99.example.net/"}`), ""); !ask {
-		t.Error("the newest value was forgotten")
+	// The oldest were forgotten, the newest are kept; and forgetting
+	// never makes a value safe: the session is truncated, and every value
+	// the user did not give asks, a forgotten one or one never seen.
+	if !p.Truncated() {
+		t.Error("a tracker that forgot values is not truncated")
 	}
-	if ask, _ := p.Check(untrusted.RiskHigh, json.RawMessage(`{"url": "https://host0.example.net/"}`), ""); ask {
-		t.Error("the oldest value was kept past the limit")
+	if ask, reason := p.Check(untrusted.RiskHigh, json.RawMessage(`{"url": "https://host99.example.net/"}`), ""); !ask || !strings.Contains(reason, "untrusted content (web)") {
+		t.Errorf("the newest value: ask %v (%s), want it asked as untrusted content from web", ask, reason)
+	}
+	for _, u := range []string{"https://host0.example.net/", "https://never.example.net/"} {
+		if ask, reason := p.Check(untrusted.RiskHigh, json.RawMessage(`{"url": "`+u+`"}`), ""); !ask || !strings.Contains(reason, "more untrusted values than it keeps") {
+			t.Errorf("%s in a truncated session: ask %v (%s), want it asked", u, ask, reason)
+		}
+	}
+	if ask, reason := p.Check(untrusted.RiskHigh, json.RawMessage(`{"url": "https://user99.example.net/"}`), ""); ask {
+		t.Errorf("a value the user gave, in a truncated session: asked (%s)", reason)
+	}
+	small := untrusted.NewProvenance(&untrusted.ProvenanceOptions{MaxValues: 10})
+	small.Observe("web", "https://a.example.net/")
+	if small.Truncated() {
+		t.Error("a tracker within its bound is truncated")
+	}
+	if ask, reason := small.Check(untrusted.RiskHigh, json.RawMessage(`{"url": "https://never.example.net/"}`), ""); ask {
+		t.Errorf("a value never seen, in a session that forgot nothing: asked (%s)", reason)
+	}
+	small.MarkTruncated()
+	if ask, _ := small.Check(untrusted.RiskHigh, json.RawMessage(`{"url": "https://never.example.net/"}`), ""); !ask {
+		t.Error("after MarkTruncated a value the user did not give does not ask")
 	}
 	if u, _ := untrusted.NewProvenance(nil).Len(); u != 0 {
 		t.Fatal("a new tracker is not empty")
