@@ -64,6 +64,7 @@ type compiled struct {
 	commands    *command.Policy // the built-in command rules plus the file's commands section
 	redactAllow RedactAllow     // the file's redact.allow section
 	onFlagged   string          // the file's untrusted.on_flagged: "", "ask" or "deny"
+	tainted     TaintedEgress   // the file's untrusted.tainted_egress section
 }
 
 type role struct {
@@ -123,7 +124,8 @@ type fileYAML struct {
 }
 
 type untrustedYAML struct {
-	OnFlagged string `yaml:"on_flagged"`
+	OnFlagged     string        `yaml:"on_flagged"`
+	TaintedEgress TaintedEgress `yaml:"tainted_egress"`
 }
 
 type redactYAML struct {
@@ -464,9 +466,14 @@ func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
 		case "deliver":
 		case "ask", "deny":
 			c.onFlagged = u.OnFlagged
+		case "":
 		default:
 			probs.add(&ParseError{File: name, Line: d.lines["untrusted"], Msg: fmt.Sprintf("untrusted.on_flagged %q: want deliver, ask or deny", u.OnFlagged)})
 		}
+		for _, msg := range u.TaintedEgress.problems() {
+			probs.add(&ParseError{File: name, Line: d.lines["untrusted"], Msg: "untrusted.tainted_egress: " + msg})
+		}
+		c.tainted = u.TaintedEgress
 	}
 	if d.file.Commands != nil {
 		if c.commands, err = command.Compile(d.file.Commands); err != nil {

@@ -45,6 +45,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 
 	"airlock.dev/airlock/tool"
@@ -274,6 +277,86 @@ func (p *Policy) OnFlagged() string {
 		return ""
 	}
 	return p.c.onFlagged
+}
+
+// TaintedEgress is the policy file's untrusted.tainted_egress section: the
+// hosts and tools to which a session that took in untrusted content may
+// still send without a person's approval (the gate's ask:tainted-egress).
+// It loosens that ask only; the mode and the rules still decide.
+//
+//	untrusted:
+//	  tainted_egress:
+//	    allow_hosts: [docs.python.org, "*.corp.example"]
+//	    allow_tools: [post_build_status]
+type TaintedEgress struct {
+	// AllowHosts are host names, each exact or "*." and a suffix that
+	// matches that name's subdomains (not the name itself).
+	AllowHosts []string `yaml:"allow_hosts"`
+	// AllowTools are tool names whose calls never ask for the taint.
+	AllowTools []string `yaml:"allow_tools"`
+}
+
+// MaxTaintedEgress bounds the entries of untrusted.tainted_egress.
+const MaxTaintedEgress = 1024
+
+// hostPattern is what an allow_hosts entry may be: a lower-case host
+// name, or "*." and one.
+var hostPattern = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+
+// problems lists what is wrong with the section, each said so that the
+// author can fix it.
+func (t TaintedEgress) problems() []string {
+	var out []string
+	if n := len(t.AllowHosts) + len(t.AllowTools); n > MaxTaintedEgress {
+		out = append(out, fmt.Sprintf("%d entries, over MaxTaintedEgress (%d)", n, MaxTaintedEgress))
+	}
+	for _, h := range t.AllowHosts {
+		switch {
+		case h == "*" || h == "*.":
+			out = append(out, fmt.Sprintf("allow_hosts %q would let a tainted session send anywhere; name the hosts", h))
+		case len(h) > 253 || !hostPattern.MatchString(h):
+			out = append(out, fmt.Sprintf("allow_hosts %q: want a lower-case host name, or *. and one", h))
+		case !strings.Contains(strings.TrimPrefix(h, "*."), "."):
+			out = append(out, fmt.Sprintf("allow_hosts %q: a pattern over a whole top-level domain is too wide; name a domain under it", h))
+		}
+	}
+	for _, name := range t.AllowTools {
+		if !toolName.MatchString(name) {
+			out = append(out, fmt.Sprintf("allow_tools %q is not a tool name", name))
+		}
+	}
+	return out
+}
+
+// toolName is what a tool may be called (as package tool requires).
+var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// AllowsHost reports whether host (a name or an address, any case) is
+// one the section lets a tainted session reach.
+func (t TaintedEgress) AllowsHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, h := range t.AllowHosts {
+		if suffix, ok := strings.CutPrefix(h, "*"); ok {
+			if strings.HasSuffix(host, suffix) && len(host) > len(suffix) {
+				return true
+			}
+		} else if host == h {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsTool reports whether the section names the tool.
+func (t TaintedEgress) AllowsTool(name string) bool { return slices.Contains(t.AllowTools, name) }
+
+// TaintedEgress returns the policy file's untrusted.tainted_egress
+// section; empty (nothing loosened) for the built-in policy.
+func (p *Policy) TaintedEgress() TaintedEgress {
+	if p == nil || p.c == nil {
+		return TaintedEgress{}
+	}
+	return p.c.tainted
 }
 
 // Decide returns the decision for one call. It is safe for concurrent use;
