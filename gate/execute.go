@@ -98,7 +98,11 @@ func (g *Gate) after(ctx context.Context, c *call) outcome {
 	// its later calls would not know to ask.
 	rep := untrusted.Scan(c.result.Content)
 	c.result.Scan = &tool.Scan{Score: rep.Score, Flagged: rep.Flagged, Signals: rep.Names()}
-	if err := g.observe(ctx, c.Session, source, c.result.Content, rep.Flagged && g.opts.OnFlagged == FlaggedAsk); err != nil {
+	marks := store.MarkTainted
+	if rep.Flagged && g.opts.OnFlagged == FlaggedAsk {
+		marks |= store.MarkFlagged
+	}
+	if err := g.observe(ctx, c.Session, source, c.result.Content, marks); err != nil {
 		c.note = err.Error()
 		c.result.Content = ""
 		return endCall(failed, internalError("what the tool read could not be recorded for the session, so it was withheld"))

@@ -2,7 +2,10 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,20 +17,30 @@ import (
 
 // IntentRule names the intent stage's asks for untrusted values and
 // tokens off the goal; FlaggedRule its asks in a session that read flagged
-// content (OnFlagged: FlaggedAsk).
+// content (OnFlagged: FlaggedAsk); TaintRule its asks for an external
+// effect in a session that took in untrusted content.
 const (
 	IntentRule  = "intent:provenance"
 	FlaggedRule = "intent:flagged-content"
+	TaintRule   = "ask:tainted-egress"
 )
 
-// intent asks before a medium- or high-risk call whose arguments carry a
-// value that reached the session only through untrusted content, or (when
-// the call has a goal) a sensitive token the goal never mentions. With
-// Options.Sessions it reads what the session took in from the store
-// first, whichever process or replica it came in through.
+// intent asks before a call that a session's untrusted content may have
+// steered. A medium- or high-risk call asks in a session that read
+// flagged content (OnFlagged: FlaggedAsk), and when an argument carries a
+// value which reached the session only through untrusted content, or
+// (when the call has a goal) a sensitive token the goal never mentions.
+// Then the taint, which matches no strings: once a session has taken in
+// untrusted content, a call with an external effect (see
+// tool.IsExternal), of any risk, asks in every mode unless each of its
+// destinations is one the user named or the policy's
+// untrusted.tainted_egress allows. With Options.Sessions it reads what
+// the session took in from the store first, whichever process or replica
+// it came in through.
 func (g *Gate) intent(ctx context.Context, c *call) outcome {
 	t := c.entry.tool
-	if t.Risk < tool.RiskMedium {
+	external := tool.IsExternal(t.Effect, t.Class)
+	if t.Risk < tool.RiskMedium && !external {
 		return passOn(skipped)
 	}
 	sp := g.prov.session(c.Session)
@@ -39,34 +52,135 @@ func (g *Gate) intent(ctx context.Context, c *call) outcome {
 		}
 		c.state = &st
 	}
-	p, flagged := sp.read()
-	if flagged {
+	p, marks := sp.read()
+	ask := func(rule, reason, hint string) outcome {
 		if c.verdict.Action == policy.Allow {
-			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: FlaggedRule,
-				Reason: "content the injection scanner flagged reached this session earlier",
-				Hint:   "A person must approve side effects in a session that read flagged content"}
+			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: rule, Reason: reason, Hint: hint}
 		}
 		return passOn(asked)
 	}
-	if tainted, user := p.Len(); tainted == 0 && user == 0 && c.Goal == "" {
-		return passOn(skipped) // nothing to check the call against
+	checked := false // whether anything was there to check the call against
+	if t.Risk >= tool.RiskMedium {
+		if marks.Has(store.MarkFlagged) {
+			return ask(FlaggedRule, "content the injection scanner flagged reached this session earlier",
+				"A person must approve side effects in a session that read flagged content")
+		}
+		tainted, user := p.Len()
+		if tainted > 0 || user > 0 || c.Goal != "" || p.Truncated() {
+			checked = true
+			if yes, reason := p.Check(t.Risk.String(), c.Args, c.Goal); yes {
+				return ask(IntentRule, reason, "A person must approve a call whose arguments came from untrusted content; or take the value from the user")
+			}
+		}
 	}
-	ask, reason := p.Check(t.Risk.String(), c.Args, c.Goal)
-	if !ask {
-		return passOn(passed)
+	if external && marks.Has(store.MarkTainted) {
+		checked = true
+		if reason := g.taintReason(c, p); reason != "" {
+			return ask(TaintRule, reason,
+				"A person must approve an external effect in a session that read untrusted content; or name the destination in your own message, or allow it in the policy's untrusted.tainted_egress")
+		}
 	}
-	if c.verdict.Action == policy.Allow {
-		c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: IntentRule,
-			Reason: reason, Hint: "A person must approve a call whose arguments came from untrusted content; or take the value from the user"}
+	if !checked {
+		return passOn(skipped)
 	}
-	return passOn(asked)
+	return passOn(passed)
+}
+
+// taintReason says why an external call in a tainted session must ask,
+// or "" when it need not: the policy allows the tool, or every
+// destination of the call is one the user named or the policy allows. A
+// tool that runs commands has no destination it can be held to (what it
+// runs decides where it connects), and a call with no destination found
+// asks too.
+func (g *Gate) taintReason(c *call, p *untrusted.Provenance) string {
+	t := c.entry.tool
+	allow := g.opts.Policy.TaintedEgress()
+	if allow.AllowsTool(t.Name) {
+		return ""
+	}
+	what := "an external effect"
+	if t.Class != "" {
+		what = "a " + string(t.Class) + " effect"
+	}
+	prefix := fmt.Sprintf("this session took in untrusted content earlier, and %s is %s", t.Name, what)
+	if t.CommandArg != "" {
+		return prefix + " whose commands can reach any host the egress policy allows"
+	}
+	dests, err := destinations(t, c.Args)
+	if err != nil {
+		return prefix + ", and its destinations cannot be read: " + err.Error()
+	}
+	if len(dests) == 0 {
+		return prefix + " to a destination airlock cannot tell from its arguments"
+	}
+	goal := strings.ToLower(c.Goal)
+	for _, d := range dests {
+		if !p.Has(untrusted.SourceUser, d) && !allow.AllowsHost(d) && !mentionsWhole(goal, d) {
+			return fmt.Sprintf("%s to %q, which the user did not name and the policy does not allow", prefix, truncate(d, 80))
+		}
+	}
+	return ""
+}
+
+// destinations lists where a call sends: the host of each URL argument,
+// and what untrusted.Destinations reads in its other arguments.
+func destinations(t *tool.Tool, args json.RawMessage) ([]string, error) {
+	var out []string
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal(args, &byName); err != nil {
+		return nil, err
+	}
+	for _, name := range t.URLArgs {
+		var s string
+		if json.Unmarshal(byName[name], &s) != nil {
+			continue
+		}
+		delete(byName, name)
+		if u, err := url.Parse(s); err == nil && u.Hostname() != "" {
+			out = append(out, untrusted.CanonicalHost(u.Hostname()))
+		} else {
+			out = append(out, s) // no host to read: the user must have named it whole
+		}
+	}
+	rest, err := json.Marshal(byName)
+	if err != nil {
+		return nil, err
+	}
+	more, err := untrusted.Destinations(rest)
+	return append(out, more...), err
+}
+
+// mentionsWhole reports whether the goal (lower case) holds d as a whole
+// word: a destination the user named in words Values does not extract
+// ("send it to ops-team").
+func mentionsWhole(goal, d string) bool {
+	d = strings.ToLower(d)
+	for i := 0; d != "" && i <= len(goal); {
+		j := strings.Index(goal[i:], d)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(d)
+		// A dot after it ends the sentence unless a word goes on.
+		endsHere := end == len(goal) || !isWordByte(goal[end]) ||
+			goal[end] == '.' && (end+1 == len(goal) || !isWordByte(goal[end+1]))
+		if (start == 0 || !isWordByte(goal[start-1])) && endsHere {
+			return true
+		}
+		i = start + 1
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_' || b == '-' || b == '.' || b == '@' || b >= 0x80
 }
 
 // ObserveUser records text the user gave the session (a goal, a
 // message): its values are the user's, so calls carrying them do not ask.
 // With Options.Sessions it is kept in the store, for every process.
 func (g *Gate) ObserveUser(ctx context.Context, session, text string) error {
-	return g.observe(ctx, session, untrusted.SourceUser, text, false)
+	return g.observe(ctx, session, untrusted.SourceUser, text, 0)
 }
 
 // ObserveUntrusted records text that reached the session from an
@@ -77,24 +191,24 @@ func (g *Gate) ObserveUntrusted(ctx context.Context, session, source, text strin
 	if source == untrusted.SourceUser {
 		return fmt.Errorf("gate: %q is the user's source; name where the untrusted text came from", source)
 	}
-	return g.observe(ctx, session, source, text, false)
+	return g.observe(ctx, session, source, text, store.MarkTainted)
 }
 
-// observe records the values in text as come from source, and flag marks
-// the session as one that read flagged content: in the store when the
-// gate has one (the next call of any process reads it back from there),
-// else in this gate's memory.
-func (g *Gate) observe(ctx context.Context, session, source, text string, flag bool) error {
+// observe records the values in text as come from source, and marks
+// the session (tainted: it read untrusted content; flagged: content the
+// scanner flagged): in the store when the gate has one (the next call of
+// any process reads it back from there), else in this gate's memory.
+func (g *Gate) observe(ctx context.Context, session, source, text string, marks store.Marks) error {
 	vs := untrusted.Values(text)
 	sp := g.prov.session(session)
 	if g.opts.Sessions == nil {
-		sp.add(source, vs, flag)
+		sp.add(source, vs, marks)
 		return nil
 	}
 	// What this gate read back from the store already needs no write: a
 	// session that reads the same file again costs no store round trip.
 	vs = sp.unknown(source, vs)
-	if len(vs) == 0 && (!flag || sp.isFlagged()) {
+	if len(vs) == 0 && sp.hasMarks(marks) {
 		return nil
 	}
 	if len(vs) > store.MaxObserveBatch {
@@ -107,10 +221,10 @@ func (g *Gate) observe(ctx context.Context, session, source, text string, flag b
 	for i, v := range vs {
 		obs[i] = store.Observation{Source: source, Value: v}
 	}
-	if err := g.opts.Sessions.Observe(ctx, session, obs, flag, time.Now()); err != nil {
+	if err := g.opts.Sessions.Observe(ctx, session, obs, marks, time.Now()); err != nil {
 		return fmt.Errorf("gate: recording what reached session %q: %w", session, err)
 	}
-	sp.add(source, vs, flag) // as the next read from the store would
+	sp.add(source, vs, marks) // as the next read from the store would
 	return nil
 }
 
@@ -128,14 +242,14 @@ type provenances struct {
 	order []string
 }
 
-// sessionProv is one session's provenance: the values it took in, whether
-// it read flagged content, and, as a cache of the store, the last
+// sessionProv is one session's provenance: the values it took in, its
+// marks (tainted, flagged), and, as a cache of the store, the last
 // observation read from there.
 type sessionProv struct {
-	mu      sync.Mutex
-	p       *untrusted.Provenance
-	flagged bool
-	after   int64 // the Seq of the last observation read from the store
+	mu    sync.Mutex
+	p     *untrusted.Provenance
+	marks store.Marks
+	after int64 // the Seq of the last observation read from the store
 }
 
 // refresh reads from the store what reached the session since the last
@@ -151,17 +265,25 @@ func (sp *sessionProv) refresh(ctx context.Context, ss store.Sessions, session s
 		sp.p.Add(o.Source, o.Value)
 		sp.after = max(sp.after, o.Seq)
 	}
-	sp.flagged = sp.flagged || st.Session.Flagged
+	if st.Session.Flagged {
+		sp.marks |= store.MarkFlagged
+	}
+	if st.Session.Tainted {
+		sp.marks |= store.MarkTainted
+	}
+	if st.Session.Truncated {
+		sp.p.MarkTruncated() // the store forgot values: none is safe for that
+	}
 	return st, nil
 }
 
-func (sp *sessionProv) add(source string, vs []string, flag bool) {
+func (sp *sessionProv) add(source string, vs []string, marks store.Marks) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	for _, v := range vs {
 		sp.p.Add(source, v)
 	}
-	sp.flagged = sp.flagged || flag
+	sp.marks |= marks
 }
 
 // unknown returns the values of vs the cache does not hold from a source
@@ -178,16 +300,16 @@ func (sp *sessionProv) unknown(source string, vs []string) []string {
 	return out
 }
 
-func (sp *sessionProv) isFlagged() bool {
+func (sp *sessionProv) hasMarks(m store.Marks) bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	return sp.flagged
+	return sp.marks.Has(m)
 }
 
-func (sp *sessionProv) read() (*untrusted.Provenance, bool) {
+func (sp *sessionProv) read() (*untrusted.Provenance, store.Marks) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	return sp.p, sp.flagged
+	return sp.p, sp.marks
 }
 
 func (ps *provenances) session(session string) *sessionProv {

@@ -23,9 +23,18 @@ type Session struct {
 	Killed   bool   `json:"killed,omitempty"`
 	// Flagged: the session took in content the injection scanner flagged;
 	// once set it stays set.
-	Flagged bool      `json:"flagged,omitempty"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	Flagged bool `json:"flagged,omitempty"`
+	// Tainted: the session took in untrusted content (a file, a command's
+	// output, a page, an upstream tool's result); once set it stays set,
+	// whatever values that content held and whether or not they are
+	// still kept.
+	Tainted bool `json:"tainted,omitempty"`
+	// Truncated: the session took in more observations than
+	// MaxObservations and the oldest went, so its observations no longer
+	// hold everything that reached it; once set it stays set.
+	Truncated bool      `json:"truncated,omitempty"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
 }
 
 // Observation is one value that reached a session, and where from.
@@ -41,6 +50,21 @@ type Observation struct {
 	// MaxObservationValue may end inside a UTF-8 sequence.
 	Value string `json:"value"`
 }
+
+// Marks are what an Observe call sets on its session, for good: nothing
+// clears them.
+type Marks uint8
+
+const (
+	// MarkTainted sets Session.Tainted: the observations come from
+	// untrusted content (it is set even when that content held no value).
+	MarkTainted Marks = 1 << iota
+	// MarkFlagged sets Session.Flagged.
+	MarkFlagged
+)
+
+// Has reports whether m holds every mark of x.
+func (m Marks) Has(x Marks) bool { return m&x == x }
 
 // SourceUser is the source of the user's own input (the same word package
 // untrusted uses).
@@ -197,8 +221,9 @@ type Sessions interface {
 	// Observe adds obs to the session's observations, creating the session
 	// when it is new; a value the session already holds from the same kind
 	// of source (the user, or untrusted) is not added again, keeping its
-	// first source and Seq. Past MaxObservations the oldest go. flag sets
-	// the session's Flagged (it is never cleared). Observe works on a
+	// first source and Seq. Past MaxObservations the oldest go, and the
+	// session is marked Truncated. marks sets the session's Tainted and
+	// Flagged (neither is ever cleared). Observe works on a
 	// killed session too (what was read is still known). It counts as a
 	// write for KeepSessions. A batch that ValidObservations refuses
 	// changes nothing.
@@ -206,7 +231,7 @@ type Sessions interface {
 	// Within one session, an observation becomes visible only after every
 	// observation with a lower Seq, so a reader that follows the Seq of
 	// the last one it read (State's after) never skips one.
-	Observe(ctx context.Context, id string, obs []Observation, flag bool, now time.Time) error
+	Observe(ctx context.Context, id string, obs []Observation, marks Marks, now time.Time) error
 	// State reads the session, the global kill flag and the observations
 	// with Seq > after, in one consistent read. A session never written
 	// (or pruned) reads as Exists false, with no observations and no

@@ -93,6 +93,10 @@ const (
 	ClassSend    Class = "send"    // sends a message: mail, chat, SMS, a post
 )
 
+// IsExternal reports whether a tool of this effect and class acts
+// outside the workspace: its effect is external, or it declares a class.
+func IsExternal(e Effect, c Class) bool { return e == EffectExternal || c != "" }
+
 // Valid says whether c is the zero Class or one of the named ones.
 func (c Class) Valid() bool {
 	switch c {
@@ -120,8 +124,11 @@ type Tool struct {
 	Schema json.RawMessage
 	Risk   Risk
 	Effect Effect
-	// Class is the kind of external effect (payment, send, egress); a
-	// tool with a Class has Effect EffectExternal.
+	// Class is the kind of external effect (payment, send, egress). A
+	// payment or send tool has Effect EffectExternal; a tool of another
+	// effect that can also reach the network (run_command with an egress
+	// proxy) declares ClassEgress. Either way the gate treats its calls as
+	// external effects where that matters (a tainted session).
 	Class Class
 	// PathArgs names the top-level string arguments that are workspace
 	// paths; the gate resolves them inside the workspace before anything
@@ -322,7 +329,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool %q: effect must be read, write or external", t.Name)
 	case !t.Class.Valid():
 		return fmt.Errorf("tool %q: class %q is not egress, payment or send", t.Name, t.Class)
-	case t.Class != "" && t.Effect != EffectExternal:
+	case (t.Class == ClassPayment || t.Class == ClassSend) && t.Effect != EffectExternal:
 		return fmt.Errorf("tool %q: class %s is an external effect; declare Effect external", t.Name, t.Class)
 	case len(t.Schema) == 0:
 		return fmt.Errorf("tool %q has no input schema", t.Name)

@@ -56,6 +56,10 @@ func RunCommand(sb sandbox.Sandbox, workspaceRoot string, opts *RunCommandOption
 	if o.Env == nil {
 		o.Env = DefaultCommandEnv
 	}
+	var class tool.Class
+	if o.Proxy != "" {
+		class = tool.ClassEgress // its commands reach the network, through the proxy
+	}
 	return tool.Tool{
 		Name: "run_command",
 		Description: "Run one shell command line (bash syntax) in a sandbox: the workspace is at /workspace and is the working directory, " +
@@ -69,6 +73,7 @@ func RunCommand(sb sandbox.Sandbox, workspaceRoot string, opts *RunCommandOption
 		),
 		Risk:       tool.RiskMedium,
 		Effect:     tool.EffectWrite,
+		Class:      class,
 		Untrusted:  true,
 		CommandArg: "command",
 		Run:        runCommand(sb, workspaceRoot, &o),

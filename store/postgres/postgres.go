@@ -292,6 +292,10 @@ var migrations = []string{
 		UNIQUE (session, from_user, value)
 	);
 	CREATE INDEX observations_session ON observations (session, seq);`,
+	// 6: a session's tainted bit (it took in untrusted content) and its
+	// truncated bit (it lost observations past store.MaxObservations).
+	`ALTER TABLE sessions ADD COLUMN tainted boolean NOT NULL DEFAULT false,
+		ADD COLUMN truncated boolean NOT NULL DEFAULT false;`,
 }
 
 // migrate creates the schema and brings it to len(migrations), in one

@@ -13,13 +13,14 @@ import (
 // killAllFlag is the flags row of the global kill flag.
 const killAllFlag = "kill_all"
 
-// sessionColumns are what scanSession reads. Flagged is set only by
+// sessionColumns are what scanSession reads. Flagged, Tainted and
+// Truncated are set only by
 // Observe, so updateSession never writes it.
-const sessionColumns = "id, step, tokens, micro_usd, mode, killed, flagged, created, updated"
+const sessionColumns = "id, step, tokens, micro_usd, mode, killed, flagged, tainted, truncated, created, updated"
 
 func scanSession(r pgx.Row) (store.Session, error) {
 	var s store.Session
-	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &s.Created, &s.Updated); err != nil {
+	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &s.Tainted, &s.Truncated, &s.Created, &s.Updated); err != nil {
 		return store.Session{}, err
 	}
 	s.Created, s.Updated = utc(s.Created), utc(s.Updated)
@@ -167,7 +168,7 @@ func (db *DB) pruneSessions(ctx context.Context, now time.Time) (int64, error) {
 // their seqs in the order they commit, so no reader sees a higher seq
 // before a lower one. (Numbered first, a later seq could commit before an
 // earlier one, and a reader's cursor would pass the earlier for good.)
-func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, flag bool, now time.Time) error {
+func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, marks store.Marks, now time.Time) error {
 	fail := func(err error) error { return fmt.Errorf("store/postgres: observing for session %q: %w", id, err) }
 	if err := store.ValidSessionID(id); err != nil {
 		return fail(err)
@@ -179,9 +180,10 @@ func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, f
 		return fail(err)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO sessions (id, created, updated, flagged) VALUES ($1, $2, $2, $3)
-		ON CONFLICT (id) DO UPDATE SET updated = EXCLUDED.updated, flagged = sessions.flagged OR EXCLUDED.flagged`,
-		id, now.UTC(), flag)
+	b.Queue(`INSERT INTO sessions (id, created, updated, flagged, tainted) VALUES ($1, $2, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET updated = EXCLUDED.updated,
+			flagged = sessions.flagged OR EXCLUDED.flagged, tainted = sessions.tainted OR EXCLUDED.tainted`,
+		id, now.UTC(), marks.Has(store.MarkFlagged), marks.Has(store.MarkTainted))
 	if len(obs) > 0 {
 		fromUser := make([]bool, len(obs))
 		sources := make([][]byte, len(obs))
@@ -207,7 +209,7 @@ func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, f
 					ORDER BY seq LIMIT greatest((SELECT over FROM s), 0))
 				RETURNING seq)
 			UPDATE sessions SET observation_count = observation_count - (SELECT count(*) FROM gone),
-				observation_floor = (SELECT max(seq) FROM gone)
+				observation_floor = (SELECT max(seq) FROM gone), truncated = true
 			WHERE id = $1 AND observation_count > $2`,
 			id, int64(store.MaxObservations))
 	}
@@ -228,7 +230,8 @@ func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionS
 	}
 	rows, err := db.pool.Query(ctx, `SELECT s.id IS NOT NULL,
 			COALESCE(s.step, 0), COALESCE(s.tokens, 0), COALESCE(s.micro_usd, 0), COALESCE(s.mode, ''),
-			COALESCE(s.killed, false), COALESCE(s.flagged, false), s.created, s.updated,
+			COALESCE(s.killed, false), COALESCE(s.flagged, false), COALESCE(s.tainted, false), COALESCE(s.truncated, false),
+			s.created, s.updated,
 			EXISTS (SELECT 1 FROM flags WHERE name = $3 AND value),
 			o.seq, o.source, o.value
 		FROM (SELECT $1::text AS id) AS k
@@ -247,7 +250,7 @@ func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionS
 			seq              *int64
 			source, value    []byte
 		)
-		if err := rows.Scan(&st.Exists, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &created, &updated,
+		if err := rows.Scan(&st.Exists, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &s.Tainted, &s.Truncated, &created, &updated,
 			&st.KillAll, &seq, &source, &value); err != nil {
 			return store.SessionState{}, fail(err)
 		}

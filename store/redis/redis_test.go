@@ -168,7 +168,7 @@ func TestPruneSessions(t *testing.T) {
 		}
 		if i%2 == 0 {
 			obs := []store.Observation{{Source: "web", Value: fmt.Sprint("v-", i)}}
-			if err := db.Observe(ctx, fmt.Sprintf("s-%d", i), obs, true, t0); err != nil {
+			if err := db.Observe(ctx, fmt.Sprintf("s-%d", i), obs, store.MarkFlagged, t0); err != nil {
 				t.Fatal(err)
 			}
 		}

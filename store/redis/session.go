@@ -85,6 +85,7 @@ func sessionOf(h hash) store.Session {
 	return store.Session{
 		ID: h["id"], Step: h.int("step"), Tokens: h.int("tokens"), MicroUSD: h.int("micro_usd"),
 		Mode: h["mode"], Killed: h["killed"] == "1", Flagged: h["flagged"] == "1",
+		Tainted: h["tainted"] == "1", Truncated: h["truncated"] == "1",
 		Created: h.time("created"), Updated: h.time("updated"),
 	}
 }
@@ -237,7 +238,8 @@ return {deleted, #ids}
 // room (store.MaxCounter, what a score keeps exactly) for every member,
 // so that it never stops half way. (ZPOPMIN needs Redis 5.0 or later.)
 // KEYS: the session, the session index, its observations, their sources,
-// the seq counter. ARGV: now, the id, the flag ('1' sets Flagged),
+// the seq counter. ARGV: now, the id, the store.Marks as a number
+// (MarkTainted, 1, sets tainted; MarkFlagged, 2, sets flagged),
 // store.MaxObservations, store.MaxCounter, then a member and its source
 // for each observation.
 var observe = goredis.NewScript(`
@@ -249,7 +251,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 	redis.call('HSET', KEYS[1], 'id', ARGV[2], 'created', ARGV[1], 'mode', '', 'killed', '0', 'step', '0', 'tokens', '0', 'micro_usd', '0')
 end
 redis.call('HSET', KEYS[1], 'updated', ARGV[1])
-if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'flagged', '1') end
+local marks = tonumber(ARGV[3])
+if marks % 2 == 1 then redis.call('HSET', KEYS[1], 'tainted', '1') end
+if math.floor(marks / 2) % 2 == 1 then redis.call('HSET', KEYS[1], 'flagged', '1') end
 redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
 for i = 6, #ARGV, 2 do
 	if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then
@@ -261,12 +265,13 @@ local over = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[4])
 if over > 0 then
 	local gone = redis.call('ZPOPMIN', KEYS[3], over)
 	for j = 1, #gone, 2 do redis.call('HDEL', KEYS[4], gone[j]) end
+	redis.call('HSET', KEYS[1], 'truncated', '1')
 end
 return 0
 `)
 
 // Observe implements store.Sessions.
-func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, flag bool, now time.Time) error {
+func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, marks store.Marks, now time.Time) error {
 	fail := func(err error) error { return fmt.Errorf("store/redis: observing for session %q: %w", id, err) }
 	if err := store.ValidSessionID(id); err != nil {
 		return fail(err)
@@ -278,12 +283,8 @@ func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, f
 	if err != nil {
 		return fail(err)
 	}
-	f := "0"
-	if flag {
-		f = "1"
-	}
 	args := make([]any, 0, 5+2*len(obs))
-	args = append(args, n, id, f, store.MaxObservations, int64(store.MaxCounter))
+	args = append(args, n, id, int(marks&(store.MarkTainted|store.MarkFlagged)), store.MaxObservations, int64(store.MaxCounter))
 	for _, o := range obs {
 		kind := kindUntrusted
 		if o.FromUser() {

@@ -13,16 +13,16 @@ import (
 // killAllFlag is the flags row of the global kill flag.
 const killAllFlag = "kill_all"
 
-// sessionColumns are what scanSession reads. Flagged is set only by
-// Observe, so updateSession never writes it.
-const sessionColumns = "id, step, tokens, micro_usd, mode, killed, flagged, created, updated"
+// sessionColumns are what scanSession reads. Flagged, Tainted and
+// Truncated are set only by Observe, so updateSession never writes them.
+const sessionColumns = "id, step, tokens, micro_usd, mode, killed, flagged, tainted, truncated, created, updated"
 
 func scanSession(r scanner) (store.Session, error) {
 	var (
 		s                store.Session
 		created, updated int64
 	)
-	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &created, &updated); err != nil {
+	if err := r.Scan(&s.ID, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &s.Tainted, &s.Truncated, &created, &updated); err != nil {
 		return store.Session{}, err
 	}
 	s.Created, s.Updated = fromNanos(created), fromNanos(updated)
@@ -62,7 +62,7 @@ func (db *DB) updateSession(ctx context.Context, id string, now time.Time, chang
 	}
 	s.Updated = fromNanos(n)
 	// An upsert, not INSERT OR REPLACE, which would reset the columns it
-	// does not name (flagged, observation_count).
+	// does not name (flagged, tainted, truncated, observation_count).
 	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, step, tokens, micro_usd, mode, killed, created, updated)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET step = excluded.step, tokens = excluded.tokens, micro_usd = excluded.micro_usd,
@@ -147,7 +147,7 @@ func (db *DB) KillAll(ctx context.Context) (bool, error) {
 // Observe, and what one adds becomes visible at its commit, all at once,
 // so a reader never sees a higher seq before a lower one; AUTOINCREMENT
 // never gives a seq twice, not after a delete.
-func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, flag bool, now time.Time) error {
+func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, marks store.Marks, now time.Time) error {
 	fail := func(err error) error { return fmt.Errorf("store/sqlite: observing for session %q: %w", id, err) }
 	if err := store.ValidSessionID(id); err != nil {
 		return fail(err)
@@ -164,9 +164,10 @@ func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, f
 		return fail(db.classify(err))
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, created, updated, flagged) VALUES (?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET updated = excluded.updated, flagged = flagged OR excluded.flagged`,
-		id, n, n, flag); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, created, updated, flagged, tainted) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET updated = excluded.updated,
+			flagged = flagged OR excluded.flagged, tainted = tainted OR excluded.tainted`,
+		id, n, n, marks.Has(store.MarkFlagged), marks.Has(store.MarkTainted)); err != nil {
 		return fail(db.classify(err))
 	}
 	if len(obs) > 0 {
@@ -212,7 +213,7 @@ func (db *DB) addObservations(ctx context.Context, tx *sql.Tx, id string, obs []
 			SELECT seq FROM observations WHERE session = ? ORDER BY seq LIMIT ?)`, id, over); err != nil {
 			return db.classify(err)
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET observation_count = ? WHERE id = ?", store.MaxObservations, id); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE sessions SET observation_count = ?, truncated = 1 WHERE id = ?", store.MaxObservations, id); err != nil {
 			return db.classify(err)
 		}
 	}
@@ -228,7 +229,8 @@ func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionS
 	}
 	rows, err := db.sql.QueryContext(ctx, `SELECT s.id IS NOT NULL,
 			COALESCE(s.step, 0), COALESCE(s.tokens, 0), COALESCE(s.micro_usd, 0), COALESCE(s.mode, ''),
-			COALESCE(s.killed, 0), COALESCE(s.flagged, 0), COALESCE(s.created, 0), COALESCE(s.updated, 0),
+			COALESCE(s.killed, 0), COALESCE(s.flagged, 0), COALESCE(s.tainted, 0), COALESCE(s.truncated, 0),
+			COALESCE(s.created, 0), COALESCE(s.updated, 0),
 			EXISTS (SELECT 1 FROM flags WHERE name = ? AND value <> 0),
 			o.seq, o.source, o.value
 		FROM (SELECT ? AS id) AS k
@@ -247,7 +249,7 @@ func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionS
 			seq              sql.NullInt64
 			source, value    []byte
 		)
-		if err := rows.Scan(&st.Exists, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &created, &updated,
+		if err := rows.Scan(&st.Exists, &s.Step, &s.Tokens, &s.MicroUSD, &s.Mode, &s.Killed, &s.Flagged, &s.Tainted, &s.Truncated, &created, &updated,
 			&st.KillAll, &seq, &source, &value); err != nil {
 			return store.SessionState{}, fail(db.classify(err))
 		}

@@ -352,6 +352,10 @@ var migrations = []string{
 		UNIQUE (session, from_user, value)
 	) STRICT;
 	CREATE INDEX observations_session ON observations (session, seq);`,
+	// 7: a session's tainted bit (it took in untrusted content) and its
+	// truncated bit (it lost observations past store.MaxObservations).
+	`ALTER TABLE sessions ADD COLUMN tainted INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate brings the file to len(migrations) in one IMMEDIATE transaction,

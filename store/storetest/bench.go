@@ -53,7 +53,7 @@ func BenchmarkObserve(b *testing.B, s store.Sessions) {
 	for i := range full {
 		full[i] = store.Observation{Source: "web", Value: fmt.Sprintf("https://full-%d.example/page", i)}
 	}
-	if err := s.Observe(context.Background(), run, full, false, t0); err != nil {
+	if err := s.Observe(context.Background(), run, full, 0, t0); err != nil {
 		b.Fatal(err)
 	}
 	var n atomic.Int64
@@ -63,7 +63,7 @@ func BenchmarkObserve(b *testing.B, s store.Sessions) {
 		for i := range obs {
 			obs[i] = store.Observation{Source: "tool:fetch", Value: fmt.Sprintf("https://h%d-%d.example/page", k, i)}
 		}
-		if err := s.Observe(context.Background(), run+worker, obs, false, t0); err != nil {
+		if err := s.Observe(context.Background(), run+worker, obs, 0, t0); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -78,7 +78,7 @@ func BenchmarkState(b *testing.B, s store.Sessions) {
 	for i := range obs {
 		obs[i] = store.Observation{Source: "web", Value: fmt.Sprintf("https://h%d.example/page", i)}
 	}
-	if err := s.Observe(context.Background(), id, obs, true, t0); err != nil {
+	if err := s.Observe(context.Background(), id, obs, store.MarkFlagged, t0); err != nil {
 		b.Fatal(err)
 	}
 	st, err := s.State(context.Background(), id, 0)

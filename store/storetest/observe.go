@@ -13,13 +13,13 @@ import (
 )
 
 // testObservations runs the part of the Sessions suite about a session's
-// observations, its Flagged bit and State.
+// observations, its marks (Flagged, Tainted, Truncated) and State.
 func testObservations(t *testing.T, open func(t *testing.T) store.Sessions) {
 	t.Run("ObserveAndState", func(t *testing.T) { testObserve(t, open(t)) })
 	t.Run("ObserveEachValueOnce", func(t *testing.T) { testObserveOnce(t, open(t)) })
 	t.Run("SeqAcrossSessions", func(t *testing.T) { testSeqAcrossSessions(t, open(t)) })
 	t.Run("ObserveKeepsBytes", func(t *testing.T) { testObserveBytes(t, open(t)) })
-	t.Run("Flagged", func(t *testing.T) { testFlagged(t, open(t)) })
+	t.Run("Marks", func(t *testing.T) { testMarks(t, open(t)) })
 	t.Run("ObserveKilled", func(t *testing.T) { testObserveKilled(t, open(t)) })
 	t.Run("StateOfNewSession", func(t *testing.T) { testStateNew(t, open(t)) })
 	t.Run("ObserveRefusals", func(t *testing.T) { testObserveRefusals(t, open(t)) })
@@ -41,9 +41,9 @@ func readState(t *testing.T, s store.Sessions, id string, after int64) store.Ses
 }
 
 // observe is Observe, failing the test on an error.
-func observe(t *testing.T, s store.Sessions, id string, flag bool, at time.Time, obs ...store.Observation) {
+func observe(t *testing.T, s store.Sessions, id string, marks store.Marks, at time.Time, obs ...store.Observation) {
 	t.Helper()
-	if err := s.Observe(context.Background(), id, obs, flag, at); err != nil {
+	if err := s.Observe(context.Background(), id, obs, marks, at); err != nil {
 		t.Fatalf("Observe(%q, %d observations): %v", id, len(obs), err)
 	}
 }
@@ -95,7 +95,7 @@ func testObserve(t *testing.T, s store.Sessions) {
 		{Source: "web", Value: "AKIA1234567890EXAMPLE"},
 	}
 	first[0].Seq = 999_999 // the store sets Seq, whatever the caller says
-	observe(t, s, "o", false, t0, first...)
+	observe(t, s, "o", 0, t0, first...)
 	st := readState(t, s, "o", 0)
 	if !st.Exists || st.KillAll {
 		t.Errorf("State after Observe: Exists %v, KillAll %v; want true, false", st.Exists, st.KillAll)
@@ -113,7 +113,7 @@ func testObserve(t *testing.T, s store.Sessions) {
 	// A later Observe adds only its new values, and is a write.
 	at := t0.Add(time.Second)
 	more := obsOf("file:/tmp/readme", "https://evil.example/x", "/etc/shadow")
-	observe(t, s, "o", false, at, more...)
+	observe(t, s, "o", 0, at, more...)
 	st = readState(t, s, "o", last)
 	last = checkObservations(t, "State after the first batch", st.Observations, more[1:], last)
 	checkSession(t, "after a second Observe", st.Session, store.Session{ID: "o", Created: t0, Updated: at})
@@ -146,9 +146,9 @@ func testObserve(t *testing.T, s store.Sessions) {
 // untrusted content, whichever untrusted source; the first keeps its
 // source and Seq.
 func testObserveOnce(t *testing.T, s store.Sessions) {
-	observe(t, s, "once", false, t0, obsOf("tool:a", "x", "y")...)
+	observe(t, s, "once", 0, t0, obsOf("tool:a", "x", "y")...)
 	before := readState(t, s, "once", 0).Observations
-	observe(t, s, "once", false, t0.Add(time.Second),
+	observe(t, s, "once", 0, t0.Add(time.Second),
 		store.Observation{Source: "web", Value: "x"},            // held from untrusted content
 		store.Observation{Source: store.SourceUser, Value: "x"}, // new from the user
 		store.Observation{Source: "tool:b", Value: "z"},         // new
@@ -171,19 +171,19 @@ func testObserveOnce(t *testing.T, s store.Sessions) {
 		t.Errorf("the held values' Seqs moved: %d, %d, want %d, %d", got[0].Seq, got[1].Seq, before[0].Seq, before[1].Seq)
 	}
 	// A batch of nothing but held values adds nothing.
-	observe(t, s, "once", false, t0.Add(2*time.Second), append(obsOf("web", "x", "z"), obsOf(store.SourceUser, "x", "y")...)...)
+	observe(t, s, "once", 0, t0.Add(2*time.Second), append(obsOf("web", "x", "z"), obsOf(store.SourceUser, "x", "y")...)...)
 	checkObservations(t, "after a batch of held values", readState(t, s, "once", 0).Observations, want, 0)
 	// Another session holds its own.
-	observe(t, s, "once-other", false, t0, obsOf("web", "x")...)
+	observe(t, s, "once-other", 0, t0, obsOf("web", "x")...)
 	checkObservations(t, "another session", readState(t, s, "once-other", 0).Observations, obsOf("web", "x"), 0)
 }
 
 // testSeqAcrossSessions: Seq increases across sessions, so one session's
 // cursor never hides another's observations behind an equal Seq.
 func testSeqAcrossSessions(t *testing.T, s store.Sessions) {
-	observe(t, s, "a", false, t0, obsOf("web", "a1")...)
-	observe(t, s, "b", false, t0, obsOf("web", "b1")...)
-	observe(t, s, "a", false, t0, obsOf("web", "a2", "a1")...)
+	observe(t, s, "a", 0, t0, obsOf("web", "a1")...)
+	observe(t, s, "b", 0, t0, obsOf("web", "b1")...)
+	observe(t, s, "a", 0, t0, obsOf("web", "a2", "a1")...)
 	a := readState(t, s, "a", 0).Observations
 	b := readState(t, s, "b", 0).Observations
 	checkObservations(t, "session a", a, obsOf("web", "a1", "a2"), 0)
@@ -205,59 +205,72 @@ func testObserveBytes(t *testing.T, s store.Sessions) {
 		{Source: strings.Repeat("s", store.MaxObservationSource), Value: strings.Repeat("v", store.MaxObservationValue-1) + "\xc3"},
 		{Source: store.SourceUser, Value: "'; DROP TABLE observations; --"},
 	}
-	observe(t, s, "bytes", false, t0, want...)
+	observe(t, s, "bytes", 0, t0, want...)
 	checkObservations(t, "bytes", readState(t, s, "bytes", 0).Observations, want, 0)
 	// Another byte is another value.
-	observe(t, s, "bytes", false, t0, obsOf("web", "\x00", "\x00\x00", "ü")...)
+	observe(t, s, "bytes", 0, t0, obsOf("web", "\x00", "\x00\x00", "ü")...)
 	checkObservations(t, "bytes", readState(t, s, "bytes", 0).Observations, append(want, obsOf("web", "\x00\x00", "ü")...), 0)
 }
 
-// testFlagged: Observe sets Flagged; nothing clears it.
-func testFlagged(t *testing.T, s store.Sessions) {
+// testMarks: Observe sets Flagged and Tainted, each on its own; nothing
+// clears them.
+func testMarks(t *testing.T, s store.Sessions) {
 	ctx := context.Background()
-	observe(t, s, "f", true, t0) // no values, only the flag
-	st := readState(t, s, "f", 0)
-	if !st.Exists || !st.Session.Flagged || len(st.Observations) != 0 {
-		t.Fatalf("after flagging a new session: %+v", st)
-	}
-	checkTime(t, "Created", st.Session.Created, t0)
-	observe(t, s, "f", false, t0.Add(time.Second), obsOf("web", "v")...)
-	writes := []struct {
-		what  string
-		write func() (store.Session, error)
+	for _, m := range []struct {
+		name string
+		mark store.Marks
+		get  func(store.Session) bool
 	}{
-		{"a charge", func() (store.Session, error) { return s.ChargeSession(ctx, "f", store.Charge{Steps: 1}, t0) }},
-		{"a mode change", func() (store.Session, error) { return s.SetSessionMode(ctx, "f", "plan", t0) }},
-		{"a kill", func() (store.Session, error) { return s.KillSession(ctx, "f", true, t0) }},
-		{"an unkill", func() (store.Session, error) { return s.KillSession(ctx, "f", false, t0) }},
-	}
-	for _, w := range writes {
-		got, err := w.write()
-		if err != nil || !got.Flagged {
-			t.Errorf("after %s: %+v, %v; want it still flagged", w.what, got, err)
+		{"flagged", store.MarkFlagged, func(s store.Session) bool { return s.Flagged }},
+		{"tainted", store.MarkTainted, func(s store.Session) bool { return s.Tainted }},
+	} {
+		id := func(x string) string { return m.name + "-" + x }
+		other := (store.MarkFlagged | store.MarkTainted) &^ m.mark
+		observe(t, s, id("f"), m.mark, t0) // no values, only the mark
+		st := readState(t, s, id("f"), 0)
+		if !st.Exists || !m.get(st.Session) || len(st.Observations) != 0 {
+			t.Fatalf("after marking a new session %s: %+v", m.name, st)
 		}
-	}
-	if got, err := s.Session(ctx, "f"); err != nil || !got.Flagged || got.Step != 1 || got.Mode != "plan" {
-		t.Errorf("Session(f) = %+v, %v; want flagged, step 1, mode plan", got, err)
-	}
-	if st := readState(t, s, "f", 0); !st.Session.Flagged {
-		t.Errorf("State(f) = %+v; want flagged", st)
-	}
-	// Flagging one session flags no other, and an unflagged write keeps
-	// a session unflagged.
-	observe(t, s, "g", false, t0, obsOf("web", "v")...)
-	if _, err := s.ChargeSession(ctx, "h", store.Charge{Steps: 1}, t0); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"g", "h"} {
-		if got, err := s.Session(ctx, id); err != nil || got.Flagged {
-			t.Errorf("Session(%s) = %+v, %v; want it unflagged", id, got, err)
+		checkTime(t, "Created", st.Session.Created, t0)
+		observe(t, s, id("f"), 0, t0.Add(time.Second), obsOf("web", "v")...)
+		writes := []struct {
+			what  string
+			write func() (store.Session, error)
+		}{
+			{"a charge", func() (store.Session, error) { return s.ChargeSession(ctx, id("f"), store.Charge{Steps: 1}, t0) }},
+			{"a mode change", func() (store.Session, error) { return s.SetSessionMode(ctx, id("f"), "plan", t0) }},
+			{"a kill", func() (store.Session, error) { return s.KillSession(ctx, id("f"), true, t0) }},
+			{"an unkill", func() (store.Session, error) { return s.KillSession(ctx, id("f"), false, t0) }},
 		}
-	}
-	// Flagging an existing session.
-	observe(t, s, "h", true, t0.Add(time.Second))
-	if got, err := s.Session(ctx, "h"); err != nil || !got.Flagged || got.Step != 1 {
-		t.Errorf("Session(h) after flagging = %+v, %v; want flagged with step 1 kept", got, err)
+		for _, w := range writes {
+			got, err := w.write()
+			if err != nil || !m.get(got) {
+				t.Errorf("after %s: %+v, %v; want it still %s", w.what, got, err, m.name)
+			}
+		}
+		if got, err := s.Session(ctx, id("f")); err != nil || !m.get(got) || got.Step != 1 || got.Mode != "plan" {
+			t.Errorf("Session(%s) = %+v, %v; want %s, step 1, mode plan", id("f"), got, err, m.name)
+		}
+		if st := readState(t, s, id("f"), 0); !m.get(st.Session) {
+			t.Errorf("State(%s) = %+v; want %s", id("f"), st, m.name)
+		}
+		// Marking one session marks no other, an unmarked write keeps a
+		// session unmarked, and the other mark is not this one.
+		observe(t, s, id("g"), 0, t0, obsOf("web", "v")...)
+		observe(t, s, id("o"), other, t0, obsOf("web", "v")...)
+		if _, err := s.ChargeSession(ctx, id("h"), store.Charge{Steps: 1}, t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []string{"g", "h", "o"} {
+			if got, err := s.Session(ctx, id(x)); err != nil || m.get(got) {
+				t.Errorf("Session(%s) = %+v, %v; want it not %s", id(x), got, err, m.name)
+			}
+		}
+		// Marking an existing session.
+		observe(t, s, id("h"), m.mark, t0.Add(time.Second))
+		if got, err := s.Session(ctx, id("h")); err != nil || !m.get(got) || got.Step != 1 {
+			t.Errorf("Session(%s) after marking = %+v, %v; want %s with step 1 kept", id("h"), got, err, m.name)
+		}
 	}
 }
 
@@ -268,7 +281,7 @@ func testObserveKilled(t *testing.T, s store.Sessions) {
 	if _, err := s.KillSession(ctx, "k", true, t0); err != nil {
 		t.Fatal(err)
 	}
-	observe(t, s, "k", true, t0.Add(time.Second), obsOf("tool:fetch", "https://x.example")...)
+	observe(t, s, "k", store.MarkFlagged, t0.Add(time.Second), obsOf("tool:fetch", "https://x.example")...)
 	st := readState(t, s, "k", 0)
 	if !st.Session.Killed || !st.Session.Flagged || st.KillAll {
 		t.Errorf("State(k) = %+v; want killed and flagged, no global kill", st)
@@ -281,7 +294,7 @@ func testObserveKilled(t *testing.T, s store.Sessions) {
 	if err := s.SetKillAll(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	observe(t, s, "k2", false, t0, obsOf("web", "w")...)
+	observe(t, s, "k2", 0, t0, obsOf("web", "w")...)
 	for _, id := range []string{"k2", "never"} {
 		if st := readState(t, s, id, 0); !st.KillAll {
 			t.Errorf("State(%s) under the global kill: %+v; want KillAll", id, st)
@@ -317,7 +330,7 @@ func testStateNew(t *testing.T, s store.Sessions) {
 		t.Errorf("State created the session: Session err = %v", err)
 	}
 	// Another session's observations are not this one's.
-	observe(t, s, "somebody", false, t0, obsOf("web", "v")...)
+	observe(t, s, "somebody", 0, t0, obsOf("web", "v")...)
 	if st := readState(t, s, "nobody", 0); st.Exists || len(st.Observations) != 0 {
 		t.Errorf("State(nobody) = %+v after another session's Observe", st)
 	}
@@ -327,14 +340,14 @@ func testObserveRefusals(t *testing.T, s store.Sessions) {
 	ctx := context.Background()
 	good := obsOf("web", "v")
 	for _, id := range []string{"", strings.Repeat("s", store.MaxSessionID+1)} {
-		if err := s.Observe(ctx, id, good, false, t0); err == nil {
+		if err := s.Observe(ctx, id, good, 0, t0); err == nil {
 			t.Errorf("Observe with a %d-byte id succeeded", len(id))
 		}
 		if _, err := s.State(ctx, id, 0); err == nil {
 			t.Errorf("State with a %d-byte id succeeded", len(id))
 		}
 	}
-	if err := s.Observe(ctx, "r", good, false, time.Time{}); err == nil {
+	if err := s.Observe(ctx, "r", good, 0, time.Time{}); err == nil {
 		t.Error("Observe at the zero time succeeded")
 	}
 	full := make([]store.Observation, store.MaxObserveBatch+1)
@@ -354,15 +367,15 @@ func testObserveRefusals(t *testing.T, s store.Sessions) {
 	} {
 		// Refused, for a new session and for an existing one, changing
 		// nothing: not the session, not its observations, not its flag.
-		err := s.Observe(ctx, "r", tc.obs, true, t0)
+		err := s.Observe(ctx, "r", tc.obs, store.MarkFlagged, t0)
 		if err == nil || !strings.Contains(err.Error(), tc.limit) {
 			t.Errorf("%s: err = %v, want one naming %s", tc.name, err, tc.limit)
 		}
 		if st := readState(t, s, "r", 0); st.Exists {
 			t.Errorf("%s: a refused Observe created the session: %+v", tc.name, st)
 		}
-		observe(t, s, "r-held", false, t0, good...)
-		if err := s.Observe(ctx, "r-held", tc.obs, true, t0.Add(time.Second)); err == nil {
+		observe(t, s, "r-held", 0, t0, good...)
+		if err := s.Observe(ctx, "r-held", tc.obs, store.MarkFlagged, t0.Add(time.Second)); err == nil {
 			t.Errorf("%s: Observe on an existing session succeeded", tc.name)
 		}
 		st := readState(t, s, "r-held", 0)
@@ -384,21 +397,35 @@ func testMaxObservations(t *testing.T, s store.Sessions) {
 		return list
 	}
 	// 5 from the user, then a full batch: the 5 go, the batch stays.
-	observe(t, s, "max", false, t0, obsOf(store.SourceUser, values("u", 0, 5)...)...)
-	observe(t, s, "max", false, t0, obsOf("web", values("v", 0, store.MaxObserveBatch)...)...)
+	observe(t, s, "max", 0, t0, obsOf(store.SourceUser, values("u", 0, 5)...)...)
+	observe(t, s, "max", 0, t0, obsOf("web", values("v", 0, store.MaxObserveBatch)...)...)
 	want := obsOf("web", values("v", 0, store.MaxObserveBatch)...)
-	checkObservations(t, "a full batch after 5", readState(t, s, "max", 0).Observations, want, 0)
+	st := readState(t, s, "max", 0)
+	checkObservations(t, "a full batch after 5", st.Observations, want, 0)
+	if !st.Session.Truncated {
+		t.Errorf("a session that lost observations past store.MaxObservations: %+v, want Truncated", st.Session)
+	}
+	observe(t, s, "max-less", 0, t0, obsOf("web", values("v", 0, store.MaxObservations)...)...)
+	if st := readState(t, s, "max-less", 0); st.Session.Truncated || len(st.Observations) != store.MaxObservations {
+		t.Errorf("a session holding store.MaxObservations, none lost: %d kept, %+v; want all, not Truncated", len(st.Observations), st.Session)
+	}
 	// 10 more from the user: v-0 to v-9 go.
-	observe(t, s, "max", false, t0, obsOf(store.SourceUser, values("w", 0, 10)...)...)
+	observe(t, s, "max", 0, t0, obsOf(store.SourceUser, values("w", 0, 10)...)...)
 	want = append(want[10:], obsOf(store.SourceUser, values("w", 0, 10)...)...)
 	got := readState(t, s, "max", 0).Observations
 	last := checkObservations(t, "10 more", got, want, 0)
 	if len(got) != store.MaxObservations {
 		t.Errorf("%d observations kept, want store.MaxObservations = %d", len(got), store.MaxObservations)
 	}
+	if _, err := s.ChargeSession(context.Background(), "max", store.Charge{Steps: 1}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if st := readState(t, s, "max", 0); !st.Session.Truncated {
+		t.Errorf("after a charge: %+v, want it still Truncated", st.Session)
+	}
 	// v-0 went, so it comes again as new, pushing out v-10; v-20 is still
 	// held and is not added.
-	observe(t, s, "max", false, t0, obsOf("web", "v-0", "v-20")...)
+	observe(t, s, "max", 0, t0, obsOf("web", "v-0", "v-20")...)
 	checkObservations(t, "a value that went, again", readState(t, s, "max", last).Observations, obsOf("web", "v-0"), last)
 	want = append(want[1:], obsOf("web", "v-0")...)
 	checkObservations(t, "after one more", readState(t, s, "max", 0).Observations, want, 0)
@@ -465,7 +492,7 @@ func CheckObserveOrder(t *testing.T, reader store.Sessions, writers ...store.Ses
 				for j := range obs {
 					obs[j] = store.Observation{Source: fmt.Sprint("tool:", g), Value: fmt.Sprintf("g%d-b%d-v%d", g, i, j)}
 				}
-				if err := w.Observe(ctx, id, obs, false, t0); err != nil {
+				if err := w.Observe(ctx, id, obs, 0, t0); err != nil {
 					t.Error(err)
 					return
 				}
@@ -509,7 +536,7 @@ func CheckUpgradedSession(t *testing.T, s store.Sessions, old store.Session, now
 	}
 	checkSession(t, "the old session", st.Session, old)
 	obs := obsOf("web", "https://x.example")
-	observe(t, s, old.ID, true, now, obs...)
+	observe(t, s, old.ID, store.MarkFlagged, now, obs...)
 	want := old
 	want.Flagged, want.Updated = true, now
 	st = readState(t, s, old.ID, 0)

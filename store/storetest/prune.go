@@ -82,7 +82,7 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 		return []store.Observation{{Source: "tool:fetch", Value: "https://" + id + ".example"}, {Source: store.SourceUser, Value: id}}
 	}
 	observe := func(id string, at time.Time) (store.Session, error) {
-		return store.Session{}, s.Observe(ctx, id, observed(id), true, at)
+		return store.Session{}, s.Observe(ctx, id, observed(id), store.MarkFlagged, at)
 	}
 	sessions := map[string]time.Time{
 		"old-session":      sessionCut.Add(-time.Microsecond),
@@ -214,7 +214,7 @@ func checkPrunedObservations(t *testing.T, s store.Backend, now time.Time, obser
 		t.Errorf("State of the kept session = %+v, %v; want it flagged, its 2 observations kept", st, err)
 	}
 	// The pruned session starts afresh: unflagged, its old values new.
-	if err := s.Observe(ctx, "observed-session", observed("observed-session")[:1], false, now); err != nil {
+	if err := s.Observe(ctx, "observed-session", observed("observed-session")[:1], 0, now); err != nil {
 		t.Fatal(err)
 	}
 	st, err = s.State(ctx, "observed-session", 0)
