@@ -1,9 +1,6 @@
 package untrusted
 
-import (
-	"regexp"
-	"strings"
-)
+import "strings"
 
 // amountPrefix marks an amount among a session's values, so that "1500"
 // the amount is never the digit run "1500" of a path or an id.
@@ -19,30 +16,134 @@ var amountFields = map[string]bool{
 	"charge": true, "subtotal": true, "cents": true,
 }
 
-// amountRe finds amounts of money: a number next to a currency sign or
-// code, or shortly after a word that introduces one ("Total due: 1,500").
-// The number is the first non-empty group of 1, 2 and 3.
-var amountRe = regexp.MustCompile(`(?i)` +
-	`(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy|cad|aud|inr|cny|sek|nok|dkk|pln|czk|brl|mxn)\b) ?(\d(?:[\d,.']{0,24}\d)?)` +
-	`|(\d(?:[\d,.']{0,24}\d)?) ?(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy|cad|aud|inr|cny|sek|nok|dkk|pln|czk|brl|mxn|dollars?|euros?|pounds?)\b)` +
-	`|\b(?:amount|total|due|balance|pay|payment|price|sum|fee|cost|charge|transfer|refund)\b[^0-9\n]{0,24}?(\d(?:[\d,.']{0,24}\d)?)`)
+// An amount of money is a number next to a currency sign or code, or
+// shortly after a word that introduces one ("Total due: 1,500"). amounts
+// finds the numbers by hand rather than with one regular expression over
+// the whole text: every untrusted result is read, and most of its numbers
+// (line numbers, versions, dates) are not amounts, so each is judged by a
+// look at its neighbours only.
+var (
+	currencyCodes = wordSet("usd eur gbp chf jpy cad aud inr cny sek nok dkk pln czk brl mxn")
+	currencyWords = wordSet("dollar dollars euro euros pound pounds")
+	amountWords   = wordSet("amount total due balance pay payment price sum fee cost charge transfer refund")
+)
+
+// Bounds of the look around a number.
+const (
+	maxAmountDigits = 26 // bytes of one number, separators included
+	amountLookBack  = 24 // bytes between an introducing word and its number
+)
+
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
 
 // amounts returns the amounts in text, each as amountPrefix and its
 // canonical number (see canonAmount).
 func amounts(text string) []string {
 	var out []string
-	for _, m := range amountRe.FindAllStringSubmatch(text, -1) {
-		for _, g := range m[1:] {
-			if g == "" {
-				continue
-			}
-			if c, ok := canonAmount(g); ok {
+	for i := 0; i < len(text); i++ {
+		if !isDigit(text[i]) || i > 0 && (isAlnum(text[i-1])) {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && j-i < maxAmountDigits && (isDigit(text[j]) || text[j] == ',' || text[j] == '.' || text[j] == '\'') {
+			j++
+		}
+		for !isDigit(text[j-1]) {
+			j--
+		}
+		num := text[i:j]
+		if j < len(text) && isAlnum(text[j]) && !currencyAfter(text[j:]) {
+			i = j // part of a word or a longer number: not an amount
+			continue
+		}
+		if currencyBefore(text[:i]) || currencyAfter(text[j:]) || introducedBefore(text[:i]) {
+			if c, ok := canonAmount(num); ok {
 				out = append(out, amountPrefix+c)
 			}
-			break
 		}
+		i = j
 	}
 	return out
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isAlnum(c byte) bool {
+	return isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
+
+// currencySigns are the signs written next to an amount.
+var currencySigns = []string{"$", "€", "£", "¥", "₹"}
+
+// currencyBefore reports whether before ends with a currency sign or
+// code, and at most one space.
+func currencyBefore(before string) bool {
+	before = strings.TrimSuffix(before, " ")
+	for _, sign := range currencySigns {
+		if strings.HasSuffix(before, sign) {
+			return true
+		}
+	}
+	return currencyCodes[strings.ToLower(lastWord(before))]
+}
+
+// currencyAfter reports whether after starts with at most one space and
+// a currency sign, code or word.
+func currencyAfter(after string) bool {
+	after = strings.TrimPrefix(after, " ")
+	for _, sign := range currencySigns {
+		if strings.HasPrefix(after, sign) {
+			return true
+		}
+	}
+	w := strings.ToLower(firstWord(after))
+	return currencyCodes[w] || currencyWords[w]
+}
+
+// introducedBefore reports whether a word that introduces an amount
+// stands shortly before, on the same line and with no other number
+// between.
+func introducedBefore(before string) bool {
+	k := len(before)
+	for k > 0 && len(before)-k < amountLookBack && before[k-1] != '\n' && !isDigit(before[k-1]) {
+		k--
+	}
+	for _, w := range strings.FieldsFunc(before[k:], func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') }) {
+		if amountWords[strings.ToLower(w)] {
+			return true
+		}
+	}
+	return false
+}
+
+// lastWord returns the letters that s ends with.
+func lastWord(s string) string {
+	k := len(s)
+	for k > 0 && k > len(s)-8 && (s[k-1] >= 'a' && s[k-1] <= 'z' || s[k-1] >= 'A' && s[k-1] <= 'Z') {
+		k--
+	}
+	if k > 0 && isAlnum(s[k-1]) {
+		return "" // the end of a longer word
+	}
+	return s[k:]
+}
+
+// firstWord returns the letters that s starts with.
+func firstWord(s string) string {
+	k := 0
+	for k < len(s) && k < 8 && (s[k] >= 'a' && s[k] <= 'z' || s[k] >= 'A' && s[k] <= 'Z') {
+		k++
+	}
+	if k < len(s) && isAlnum(s[k]) {
+		return ""
+	}
+	return s[:k]
 }
 
 // canonAmount writes an amount one way: digits, then a dot and the

@@ -34,3 +34,19 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValues: reading the values out of 64 KiB of a page that mixes
+// prose, links, amounts and code, as the gate does for every untrusted
+// result.
+func BenchmarkValues(b *testing.B) {
+	var page strings.Builder
+	for page.Len() < 64<<10 {
+		fmt.Fprintf(&page, "The invoice total is EUR 1.250,%02d, due by 2026-12-%02d. See https://billing.example.com/inv/%d "+
+			"or write to billing@example.com. func f(x int) int { return x * %d } // line %d\n", page.Len()%100, page.Len()%28+1, page.Len(), page.Len()%7, page.Len())
+	}
+	text := page.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		untrusted.Values(text)
+	}
+}
