@@ -33,6 +33,8 @@ import (
 	"fmt"
 	"path"
 	"sync"
+
+	"airlock.dev/airlock/protect"
 )
 
 // Limits. Each bounds the work one check may cost; tripping one denies the
@@ -150,12 +152,28 @@ func (o *Options) workspace() string {
 // *Policy denies every command.
 type Policy struct {
 	user map[string][]*entry // by "name" or "name sub"
+	// protected are the workspace files no command may write freely; nil
+	// is protect.Default().
+	protected *protect.List
 }
 
 var builtin = sync.OnceValue(func() *Policy { return &Policy{} })
 
 // Default returns the policy of the built-in rules alone.
 func Default() *Policy { return builtin() }
+
+// WithProtected returns a copy of p whose commands' writes inside the
+// workspace are checked against l (rules deny:protected-file and
+// ask:host-executed-file) instead of protect.Default(). A nil l is
+// protect.Default(); a nil p stays nil, which denies every command.
+func (p *Policy) WithProtected(l *protect.List) *Policy {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.protected = l
+	return &q
+}
 
 // Check judges a bash script, as a sandboxed `bash -c script` would run it.
 func (p *Policy) Check(script string, opts *Options) (d Decision) {

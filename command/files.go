@@ -10,19 +10,19 @@ import (
 func (x *cmd) remove() {
 	p := parseOpts(x.args, 1, optSpec{})
 	x.set(Allow, "allow:build", "", "")
-	x.checkPaths(p.operands, destroys)
+	x.checkPaths(p.operands, deletes)
 }
 
 func (x *cmd) shred() {
 	p := parseOpts(x.args, 1, optSpec{short: "ns", long: []string{"--iterations", "--size", "--random-source"}})
 	x.set(Allow, "allow:build", "", "")
-	x.checkPaths(p.operands, destroys)
+	x.checkPaths(p.operands, deletes)
 }
 
 func (x *cmd) truncate() {
 	p := parseOpts(x.args, 1, optSpec{short: "sr", long: []string{"--size", "--reference"}})
 	x.set(Allow, "allow:build", "", "")
-	x.checkPaths(p.operands, destroys)
+	x.checkPaths(p.operands, deletes)
 }
 
 func (x *cmd) mv() {
@@ -31,7 +31,7 @@ func (x *cmd) mv() {
 	if t, ok := p.value("-t", "--target-directory"); ok {
 		x.checkPath(t, writes)
 	}
-	x.checkPaths(p.operands, destroys) // the sources are gone afterwards
+	x.checkPaths(p.operands, deletes) // the sources are gone afterwards
 }
 
 func (x *cmd) cp() {
@@ -119,7 +119,7 @@ func (x *cmd) chmod() {
 			return
 		}
 	}
-	x.checkPaths(ops, destroys)
+	x.checkPaths(ops, changes)
 }
 
 // setuidMode reports a chmod mode that sets the setuid or setgid bit:
@@ -144,7 +144,7 @@ func (x *cmd) chown() {
 		ops = ops[1:]
 	}
 	x.set(Ask, "ask:unknown", x.name+" changes who owns files", "Ask the user to approve the change of owner")
-	x.checkPaths(ops, destroys)
+	x.checkPaths(ops, changes)
 }
 
 func (x *cmd) dd() {
@@ -159,7 +159,7 @@ func (x *cmd) dd() {
 			if t, ok := tildePath(v); ok {
 				b.path = t
 			}
-			x.checkPath(b, destroys)
+			x.checkPath(b, changes)
 		}
 	}
 }

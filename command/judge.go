@@ -3,16 +3,20 @@ package command
 import (
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"airlock.dev/airlock/protect"
 )
 
 // finding is one reason for a verdict about one command.
 type finding struct {
 	v               Verdict
 	rule, msg, hint string
+	// soft is an ask that a policy file's allow entry for the command
+	// loosens, as it loosens the ask of the command's name.
+	soft bool
 }
 
 // cmd is one simple command being judged, after its name is resolved.
@@ -74,8 +78,8 @@ func (c *checker) simple(args []arg, f *frame) {
 	case strings.Contains(name, "/"):
 		// ./x, bin/x, ~/x: a program of the workspace or elsewhere, whose
 		// name means nothing to the rules.
-		x.cls = finding{Ask, "ask:unknown", name + " is a program the policy does not know",
-			"Ask the user to approve it, or to add it to the commands policy"}
+		x.set(Ask, "ask:unknown", name+" is a program the policy does not know",
+			"Ask the user to approve it, or to add it to the commands policy")
 	case !f.noFuncs && c.funcs[name] != nil:
 		if f.fn == name && (f.pipeline || f.background) {
 			c.found(f, Deny, "deny:fork-bomb", name, display(name, args),
@@ -160,16 +164,19 @@ func (x *cmd) finish() {
 	}
 	final := cls
 	for _, e := range x.extra {
+		if e.soft && allow != nil {
+			continue
+		}
 		if e.v.severer(final.v) {
 			final = e
 		}
 	}
 	if ask != nil && final.v == Allow {
-		final = finding{Ask, ask.id, ask.message(shown), ask.hint}
+		final = finding{v: Ask, rule: ask.id, msg: ask.message(shown), hint: ask.hint}
 	}
 	if final.v == Allow && !x.trusted && allow == nil {
-		final = finding{Ask, "ask:unknown", "runs " + x.args[0].lit + ", not the system's " + x.name,
-			"Call " + x.name + " by its name, or ask the user to approve this program"}
+		final = finding{v: Ask, rule: "ask:unknown", msg: "runs " + x.args[0].lit + ", not the system's " + x.name,
+			hint: "Call " + x.name + " by its name, or ask the user to approve this program"}
 	}
 	c.found(x.f, final.v, final.rule, x.name, shown, final.msg, final.hint)
 }
@@ -197,10 +204,12 @@ func (x *cmd) sub() string {
 	return ""
 }
 
-func (x *cmd) set(v Verdict, rule, msg, hint string) { x.cls = finding{v, rule, msg, hint} }
+func (x *cmd) set(v Verdict, rule, msg, hint string) {
+	x.cls = finding{v: v, rule: rule, msg: msg, hint: hint}
+}
 
 func (x *cmd) add(v Verdict, rule, msg, hint string) {
-	x.extra = append(x.extra, finding{v, rule, msg, hint})
+	x.extra = append(x.extra, finding{v: v, rule: rule, msg: msg, hint: hint})
 }
 
 // inner judges the command a wrapper runs, args[from:]. The wrapper itself
@@ -236,34 +245,38 @@ func (x *cmd) nestedScript(a arg, what string) {
 	restore()
 }
 
-// path kinds for checkPath.
+// pathUse is what a command does to a path, for checkPath.
+type pathUse uint8
+
 const (
-	writes   = false
-	destroys = true
+	writes  pathUse = iota // creates or writes it
+	changes                // changes it in place: modes, owners, a repository
+	deletes                // deletes it or wipes what it holds
 )
 
-// checkPath adds what writing to (or deleting) the path a means.
-func (x *cmd) checkPath(a arg, destroy bool) {
+// checkPath adds what writing to, changing or deleting the path a means:
+// outside the workspace and /tmp it is denied; inside, a protected file
+// (protect.List) is denied or asked about, and deleting the whole
+// workspace is asked about.
+func (x *cmd) checkPath(a arg, use pathUse) {
 	pl, shown := x.c.locate(a)
 	verb := "write to"
-	if destroy {
+	if use != writes {
 		verb = "delete or change"
 	}
-	if pl == inside && repoFiles(a) {
-		x.add(Ask, "ask:repository-files",
-			fmt.Sprintf("%s would %s %s, a repository's own files: git runs their hooks and config on the host when a person next uses git there", x.name, verb, shown),
-			"Leave .git alone (the sandbox keeps an existing one read-only); ask the user to make the change")
+	if pl == inside {
+		x.insidePath(a, use, verb)
 	}
 	switch pl {
 	case outside:
 		hint := "Write only inside the workspace (" + x.c.ws + ") or /tmp"
-		if destroy {
+		if use != writes {
 			hint = "Delete or change only paths inside the workspace (" + x.c.ws + ")"
 		}
 		x.add(Deny, "deny:destructive-outside",
 			fmt.Sprintf("%s would %s %s, outside the workspace", x.name, verb, shown), hint)
 	case unknown:
-		if destroy {
+		if use != writes {
 			x.add(Deny, "deny:destructive-outside",
 				fmt.Sprintf("%s would %s %s, which is only known when it runs", x.name, verb, shown),
 				"Name the paths literally, inside the workspace, as in rm -r build")
@@ -275,24 +288,71 @@ func (x *cmd) checkPath(a arg, destroy bool) {
 	}
 }
 
-// repoFiles reports whether the path a names is, or is beneath, a .git
-// entry at any depth: a repository's own files, which a command may not
-// make or change even inside the workspace (a .git it creates where none
-// was, with a core.fsmonitor in its config, would run on the host at the
-// next git status there). checkPath asks it only of a path known to be
-// inside; a glob is not expanded: it matches only entries that exist, and
-// the sandbox keeps an existing .git read-only, while one that matches
-// nothing stays as written, never .git.
-func repoFiles(a arg) bool {
+// insidePath checks a path known to be inside the workspace against the
+// protected list, and a deletion against the whole workspace. A glob is
+// checked as every name it could match: sed -i x * edits a Makefile.
+func (x *cmd) insidePath(a arg, use pathUse, verb string) {
 	if a.braces {
-		return slices.ContainsFunc(a.alts, repoFiles)
+		for _, alt := range a.alts {
+			x.insidePath(alt, use, verb)
+		}
+		return
 	}
-	return slices.Contains(strings.Split(path.Clean(a.path), "/"), ".git")
+	if a.dyn {
+		return
+	}
+	p := a.path
+	if a.glob {
+		p = a.pattern
+	}
+	abs, ok := x.c.resolve(p)
+	if !ok || !within(abs, x.c.ws) {
+		return
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(abs, x.c.ws), "/")
+	if whole := abs == x.c.ws && use == deletes || a.glob && path.Dir(abs) == x.c.ws && use != changes && coversAll(path.Base(abs)); whole {
+		x.extra = append(x.extra, finding{v: Ask, rule: "ask:workspace-delete", soft: true,
+			msg:  fmt.Sprintf("%s would %s %s: everything in the workspace", x.name, verb, a.text),
+			hint: "Name the files or directories to delete, as in rm -rf build dist; or ask the user to approve clearing the workspace"})
+	}
+	var d protect.Decision
+	if a.glob {
+		d = x.c.p.protected.CheckPattern(rel)
+	} else {
+		d = x.c.p.protected.Check(rel)
+	}
+	// Deleting what a glob matches takes a host's files away, which runs
+	// nothing; a named one (rm -rf .git) is still asked about.
+	if d.Verdict == protect.Ask && use == deletes && a.glob {
+		return
+	}
+	if d.Verdict != protect.Allow {
+		v := Ask
+		if d.Verdict == protect.Deny {
+			v = Deny
+		}
+		x.add(v, d.Rule, fmt.Sprintf("%s would %s %s: %s", x.name, verb, show(abs), d.Reason), d.Hint)
+	}
 }
 
-func (x *cmd) checkPaths(idx []int, destroy bool) {
+// coversAll reports whether a glob, as the last component of a path,
+// matches every name the shell would give it: every plain name (*, ?*) or
+// every dotted one (.*). It is tried on a set of names of each kind.
+func coversAll(base string) bool {
+	all := func(names ...string) bool {
+		for _, n := range names {
+			if !globMatches(base, n) {
+				return false
+			}
+		}
+		return true
+	}
+	return all("a", "Z", "0", "_", "-x", "file.txt", "Makefile", "x~", "\u00e9") || all(".a", ".git", ".env", ".Z")
+}
+
+func (x *cmd) checkPaths(idx []int, use pathUse) {
 	for _, i := range idx {
-		x.checkPath(x.args[i], destroy)
+		x.checkPath(x.args[i], use)
 	}
 }
 

@@ -26,6 +26,9 @@ import (
 //	                          source, alias, hash -p, ${x@P}, IFS, LD_PRELOAD or BASH_ENV assignments,
 //	                          and a PAGER, EDITOR or GIT_SSH_COMMAND whose command is only known at run time
 //	deny:git-push-rewrite     git push --force (and --force-with-lease), --mirror, --delete, +ref or :ref
+//	deny:protected-file       writing or deleting one of airlock's own files inside the workspace: its state
+//	                          directory (.airlock) and the policy, credentials and config files the runtime
+//	                          names (package protect; Policy.WithProtected)
 //	deny:parse-error, deny:limit:<Limit>, deny:no-policy, deny:internal
 //
 // Ask a person first:
@@ -34,8 +37,15 @@ import (
 //	ask:package-install  apt, pip install, npm install, go install, cargo install, gem install, brew, npx, ...
 //	ask:publish          git push, npm publish, cargo publish, twine upload, gh release, docker push
 //	ask:dynamic-path     a write to a path only known at run time
-//	ask:repository-files a write to a .git entry at any depth (mkdir sub/.git, > .git/config), git init,
-//	                     git config that sets: git runs a repository's hooks and config on the host
+//	ask:host-executed-file a write to a file a host later runs by itself, from protect's list (.git at
+//	                     any depth, .envrc, .vscode/tasks.json, package.json, Makefile, .github/workflows,
+//	                     .husky, ...): > Makefile, sed -i x *.json, git init, git config that sets; deleting
+//	                     one by name (rm -rf .git), not by a glob. A policy file's protected: section
+//	                     changes the list; a commands: allow entry does not loosen it
+//	ask:workspace-delete deleting the whole workspace: rm -rf . (or *, ./*, $PWD, ..), find . -delete or
+//	                     find . -exec rm with no test that narrows what it selects, truncate/shred/tee/
+//	                     sed -i/mv of a glob that covers every name at the root. An allow entry for the
+//	                     command loosens it
 //	ask:git-data-loss    git reset --hard, clean -f, checkout -- . (or -f), restore of the work tree,
 //	                     branch -D, stash drop or clear: work that exists nowhere else is thrown away
 //	ask:environment      an assignment to PATH, HOME, CDPATH, NODE_OPTIONS, PYTHONPATH and the like

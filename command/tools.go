@@ -1,6 +1,7 @@
 package command
 
 import (
+	"path"
 	"strings"
 )
 
@@ -93,9 +94,14 @@ func (x *cmd) git() {
 			x.checkPath(v, writes)
 		}
 	case "init":
-		x.set(Ask, "ask:repository-files", "git init makes a repository, whose hooks and config git runs on the host when a person next uses it there",
-			"Ask the user to create the repository")
-		return
+		// git init writes DIR/.git (or DIR itself, bare), which the
+		// protected list names: git runs its hooks and config on the host.
+		x.set(Allow, "allow:build", "", "")
+		dir := gitWorkDir(p)
+		if len(rest.operands) > 0 {
+			dir = x.args[rest.operands[0]]
+		}
+		x.checkPath(joinArg(dir, ".git"), writes)
 	case "add", "commit", "checkout", "switch", "restore", "stash", "mv", "rm", "merge", "rebase", "reset",
 		"cherry-pick", "revert", "tag", "clean", "apply", "am", "format-patch", "notes", "bisect", "worktree", "gc", "mergetool":
 		x.set(Allow, "allow:build", "", "")
@@ -117,8 +123,9 @@ func (x *cmd) git() {
 			x.set(Allow, "allow:inspect", "", "")
 			return
 		}
-		x.set(Ask, "ask:repository-files", "git config changes the repository's configuration, which can make git run other commands on the host",
-			"Ask the user to change the configuration")
+		// It writes .git/config, which the protected list names.
+		x.set(Allow, "allow:build", "", "")
+		x.checkPath(joinArg(gitWorkDir(p), ".git/config"), writes)
 		x.gitDir(p)
 	case "remote":
 		if len(rest.operands) == 0 {
@@ -215,16 +222,13 @@ func gitConfigReads(args []arg, rest parsed) bool {
 // gitDir checks that a git command that changes a repository changes one
 // inside the workspace.
 func (x *cmd) gitDir(p parsed) {
-	dir := arg{text: ".", lit: ".", path: "."}
-	if v, ok := p.value("-C"); ok {
-		dir = v
-	}
+	dir := gitWorkDir(p)
 	for _, n := range []string{"--git-dir", "--work-tree"} {
 		if v, ok := p.value(n); ok {
-			x.checkPath(v, destroys)
+			x.checkPath(v, changes)
 		}
 	}
-	x.checkPath(dir, destroys)
+	x.checkPath(dir, changes)
 }
 
 func (x *cmd) goTool() {
@@ -383,4 +387,24 @@ func (x *cmd) poetry() {
 	default:
 		x.set(Ask, "ask:unknown", "poetry "+sub+" is a command the policy does not know", "Ask the user to approve it")
 	}
+}
+
+// gitWorkDir is the directory git works in: its -C, or ".".
+func gitWorkDir(p parsed) arg {
+	if v, ok := p.value("-C"); ok {
+		return v
+	}
+	return literalArg(".")
+}
+
+// joinArg is the path dir/name as a word, for a file a command writes
+// inside a directory it is given. A dir only known at run time stays as it
+// is, so that it is judged as unknown.
+func joinArg(dir arg, name string) arg {
+	if dir.dyn || dir.braces || dir.glob {
+		return dir
+	}
+	j := literalArg(path.Join(dir.lit, name))
+	j.path, j.pattern = path.Join(dir.path, name), escapeGlob(path.Join(dir.path, name))
+	return j
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"path"
 	"strings"
 )
 
@@ -178,14 +179,17 @@ func (x *cmd) find() {
 	if len(starts) == 0 {
 		starts = []arg{literalArg(".")}
 	}
-	// The worst starting point stands for {}.
-	found := starts[0]
+	// The worst starting point stands for {}: a path beneath it, or,
+	// when nothing narrows what find selects, every name beneath it.
+	worst := starts[0]
 	for _, s := range starts {
 		if pl, _ := x.c.locate(s); pl == outside || pl == unknown {
-			found = s
+			worst = s
 			break
 		}
 	}
+	narrowed := findNarrows(x.args[i:])
+	found := beneath(worst, narrowed)
 	x.set(Allow, "allow:inspect", "", "")
 	for i < len(x.args) && !x.c.stop {
 		s := x.args[i].lit
@@ -193,7 +197,7 @@ func (x *cmd) find() {
 		case "-delete":
 			x.set(Allow, "allow:build", "", "")
 			for _, st := range starts {
-				x.checkPath(st, destroys)
+				x.checkPath(beneath(st, narrowed), deletes)
 			}
 		case "-fprint", "-fprint0", "-fls", "-fprintf":
 			if i+1 < len(x.args) {
@@ -210,6 +214,9 @@ func (x *cmd) find() {
 				if !a.expanded && strings.Contains(a.lit, "{}") {
 					a = found
 					a.text = "{}"
+					if worst.dyn || worst.braces || worst.glob {
+						a.text = worst.text
+					}
 				}
 				inner = append(inner, a)
 			}
@@ -223,6 +230,50 @@ func (x *cmd) find() {
 		}
 		i++
 	}
+}
+
+// findNarrowing are the tests of find that select some files by what
+// they are, so that -delete or -exec rm {} does not take everything.
+// -type, -mindepth, -maxdepth and the like are not among them.
+var findNarrowing = words(`-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname
+	-newer -anewer -cnewer -newermt -mtime -mmin -atime -amin -ctime -cmin -size -empty -perm -user -group
+	-uid -gid -nouser -nogroup -inum -samefile -links`)
+
+// findNarrows reports whether find's expression holds a test that selects
+// some files only: a name test whose pattern is not one that covers every
+// name (-name '*' does not narrow).
+func findNarrows(expr []arg) bool {
+	for i, a := range expr {
+		if !a.exact() || !findNarrowing[a.lit] {
+			continue
+		}
+		switch a.lit {
+		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename":
+			if i+1 < len(expr) && expr[i+1].exact() && !coversAll(path.Base(expr[i+1].lit)) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// beneath is the word for what find hands on under a starting point: a
+// path below it ({} names one file find selected) or, when nothing
+// narrows the selection, a glob of everything below it. A start only
+// known at run time stays as it is.
+func beneath(start arg, narrowed bool) arg {
+	if start.dyn || start.braces || start.glob {
+		return start
+	}
+	if narrowed {
+		return joinArg(start, "{}")
+	}
+	all := joinArg(start, "*")
+	all.glob, all.pattern = true, escapeGlob(start.path)+"/*"
+	all.text = path.Join(start.text, "*")
+	return all
 }
 
 func (x *cmd) busybox() {

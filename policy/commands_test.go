@@ -6,6 +6,7 @@ import (
 
 	"airlock.dev/airlock/command"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/protect"
 )
 
 func TestCommandsSection(t *testing.T) {
@@ -81,5 +82,49 @@ func TestUntrustedSection(t *testing.T) {
 	}
 	if _, err := policy.Parse([]byte("untrusted:\n  on_flagged: maybe\n"), "bad.yaml"); err == nil {
 		t.Fatal("an unknown on_flagged must be refused")
+	}
+}
+
+func TestProtectedSection(t *testing.T) {
+	p, err := policy.Parse([]byte("protected:\n  ask: [pyproject.toml]\n  deny: [deploy/]\n  remove: [Makefile]\n"), "team.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want protect.Verdict
+	}{
+		{"pyproject.toml", protect.Ask},
+		{"deploy/prod.env", protect.Deny},
+		{"Makefile", protect.Allow},
+		{".git/config", protect.Ask},
+	} {
+		if d := p.Protected().Check(c.path); d.Verdict != c.want {
+			t.Errorf("Protected().Check(%q) = %v, want %v", c.path, d.Verdict, c.want)
+		}
+	}
+	// The command policy judges writes by the same list.
+	for _, c := range []struct {
+		line string
+		want command.Verdict
+		rule string
+	}{
+		{"echo x >> pyproject.toml", command.Ask, protect.RuleHostExecuted},
+		{"cp x deploy/prod.env", command.Deny, protect.RuleProtected},
+		{"echo all: > Makefile", command.Allow, ""},
+		{"echo x > .git/config", command.Ask, protect.RuleHostExecuted},
+	} {
+		d := p.Commands().Check(c.line, nil)
+		if d.Verdict != c.want || c.rule != "" && d.Rule != c.rule {
+			t.Errorf("%q: %v (%s), want %v (%s)", c.line, d.Verdict, d.Rule, c.want, c.rule)
+		}
+	}
+	if d := policy.Default().Commands().Check("echo all: > Makefile", nil); d.Rule != protect.RuleHostExecuted {
+		t.Errorf("the built-in policy: writing Makefile is %v %s, want %s", d.Verdict, d.Rule, protect.RuleHostExecuted)
+	}
+	_, err = policy.Parse([]byte("version: 1\nprotected:\n  remove: [.airlock]\n"), "bad.yaml")
+	var pe *policy.ParseError
+	if !errors.As(err, &pe) || pe.Line != 2 {
+		t.Fatalf("removing airlock's own state: %v, want a ParseError at line 2", err)
 	}
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"airlock.dev/airlock/command"
+	"airlock.dev/airlock/protect"
 
 	"bytes"
 	"errors"
@@ -62,6 +63,7 @@ type compiled struct {
 	modeHint    string  // lists the valid modes
 	effective   []byte
 	commands    *command.Policy // the built-in command rules plus the file's commands section
+	protected   *protect.List   // the built-in protected files plus the file's protected section
 	redactAllow RedactAllow     // the file's redact.allow section
 	onFlagged   string          // the file's untrusted.on_flagged: "", "ask" or "deny"
 	tainted     TaintedEgress   // the file's untrusted.tainted_egress section
@@ -119,6 +121,7 @@ type fileYAML struct {
 	Modes       map[string]modeYAML `yaml:"modes"`
 	Rules       []ruleYAML          `yaml:"rules"`
 	Commands    *command.Config     `yaml:"commands"`
+	Protected   *protect.Config     `yaml:"protected"`
 	Redact      *redactYAML         `yaml:"redact"`
 	Untrusted   *untrustedYAML      `yaml:"untrusted"`
 }
@@ -152,7 +155,7 @@ type ruleYAML struct {
 
 var (
 	builtinKeys = []string{"version", "default_mode", "roles", "modes", "rules"}
-	fileKeys    = []string{"version", "rules", "commands", "redact", "untrusted"}
+	fileKeys    = []string{"version", "rules", "commands", "protected", "redact", "untrusted"}
 	ruleKeys    = []string{"id", "when", "decision", "message", "hint"}
 )
 
@@ -258,7 +261,7 @@ func readDoc(data []byte, name string, isBuiltin bool, probs *problems) *doc {
 			if isBuiltin {
 				probs.add(perr(k.Line, nil, "unknown key %q: want %s", k.Value, strings.Join(allowed, ", ")))
 			} else {
-				probs.add(perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands, redact and untrusted", k.Value))
+				probs.add(perr(k.Line, nil, "key %q is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands, protected, redact and untrusted", k.Value))
 			}
 			continue
 		}
@@ -423,6 +426,7 @@ func compileBuiltin(data []byte, name string) (*compiled, error) {
 	}
 
 	c.commands = command.Default()
+	c.protected = protect.Default()
 	c.describe()
 	env, err := newEnv()
 	if err != nil {
@@ -478,6 +482,13 @@ func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
 	if d.file.Commands != nil {
 		if c.commands, err = command.Compile(d.file.Commands); err != nil {
 			probs.add(&ParseError{File: name, Line: d.lines["commands"], Msg: err.Error(), Err: err})
+		}
+	}
+	if d.file.Protected != nil {
+		if c.protected, err = protect.Compile(d.file.Protected); err != nil {
+			probs.add(&ParseError{File: name, Line: d.lines["protected"], Msg: err.Error(), Err: err})
+		} else if c.commands != nil {
+			c.commands = c.commands.WithProtected(c.protected)
 		}
 	}
 	if len(probs.errs) > 0 {

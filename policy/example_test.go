@@ -48,5 +48,5 @@ func ExampleParse_error() {
 	_, err := policy.Parse([]byte("roles:\n  viewer: {max_risk: high}\n"), "team.yaml")
 	fmt.Println(err)
 	// Output:
-	// team.yaml:1: key "roles" is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands, redact and untrusted
+	// team.yaml:1: key "roles" is not allowed: a policy file adds rules on top of the built-in policy, so it may hold only version, rules, commands, protected, redact and untrusted
 }

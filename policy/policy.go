@@ -39,6 +39,7 @@ package policy
 
 import (
 	"airlock.dev/airlock/command"
+	"airlock.dev/airlock/protect"
 
 	"context"
 	_ "embed"
@@ -246,6 +247,18 @@ func (p *Policy) Commands() *command.Policy {
 		return nil
 	}
 	return p.c.commands
+}
+
+// Protected returns the list of workspace files no tool may write freely:
+// the built-in list (protect.Default) with the policy file's protected
+// section applied. The command policy (Commands) already checks against
+// it; the file tools' gate calls its Check for every path it writes. The
+// zero Policy returns nil, which protect reads as its defaults.
+func (p *Policy) Protected() *protect.List {
+	if p == nil || p.c == nil {
+		return nil
+	}
+	return p.c.protected
 }
 
 // RedactAllow lists a policy file's known false positives of the
