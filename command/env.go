@@ -73,6 +73,9 @@ func (c *checker) variable(name string, val *arg, cmd, text string, f *frame) {
 		}
 	}
 	switch {
+	case daemonVars[name]:
+		c.found(f, Deny, "deny:docker-socket", "", text, "setting "+name+" points docker or podman at a container daemon, which controls its host",
+			"Leave "+name+" alone; ask the user to run container commands")
 	case risky:
 		if name == "IFS" && readers[cmd] {
 			return

@@ -225,6 +225,18 @@ func (c *checker) argChecks(args []arg, name, shown string, f *frame) bool {
 		if len(a.alts) > 0 && c.argChecks(a.alts, name, shown, f) {
 			return true
 		}
+		if h := metadataHost(a.lit); h != "" {
+			c.found(f, Deny, "deny:metadata", name, shown,
+				"the command names "+h+", a cloud metadata service, which hands out the machine's credentials",
+				"Do not reach cloud metadata services; if the task needs a credential, ask the user to provide it")
+			return true
+		}
+		if s := containerSocket(a.lit); s != "" {
+			c.found(f, Deny, "deny:docker-socket", name, shown,
+				"the command names "+s+", a container daemon's socket: whoever talks to it controls the host",
+				"Leave container daemons' sockets alone; ask the user to run container commands")
+			return true
+		}
 		for _, cand := range candidates(a) {
 			if netDevice(cand.path) || netDevice(a.lit) {
 				c.found(f, Deny, "deny:reverse-shell", name, shown,

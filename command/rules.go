@@ -15,7 +15,21 @@ import (
 //	                          account and capability changes
 //	deny:credentials          any word naming a credential store: ~/.ssh, /etc/shadow, ~/.aws, id_rsa, ...;
 //	                          a recursive read of a directory holding one (grep -r x ~, cp -r / x)
-//	deny:reverse-shell        nc/ncat -e, socat exec:, any /dev/tcp or /dev/udp path
+//	deny:reverse-shell        nc/ncat -e, socat exec:, any /dev/tcp or /dev/udp path (the one home of
+//	                          /dev/tcp, whether it runs a shell or carries data out)
+//	deny:exfiltration         data sent out by a network client: a pipe, a file or xargs's input feeding
+//	                          nc, ncat, socat, telnet, ssh or openssl s_client (tar c . | nc h 1); curl
+//	                          uploads (-d @file, -F x=@file, -T, -H @file, --json @x), wget --post-file and
+//	                          --body-file, a command's output ($(...), backquotes) in any word of curl, wget
+//	                          or nc, a variable in curl's or wget's data, header or user options, socat
+//	                          joining a file to a network address, and any word only known at run time
+//	                          given to dig, nslookup, host, drill, ping, whois and other name lookups
+//	deny:metadata             any word naming a cloud metadata service: 169.254.169.254, fd00:ec2::254,
+//	                          169.254.170.2, 100.100.100.200, metadata.google.internal, in any form
+//	                          (2852039166, 0xa9fea9fe, octal, ::ffff:..., 169.254.169.254.nip.io)
+//	deny:docker-socket        any word naming a container daemon's socket (docker.sock, podman.sock,
+//	                          containerd.sock, ...), DOCKER_HOST and the like, docker -H/--context,
+//	                          podman --url/--remote, curl --unix-socket
 //	deny:pipe-to-shell        a shell or interpreter that reads its program from a pipe, a here-document or
 //	                          stdin (curl x | sh, base64 -d | bash, sh <<EOF)
 //	deny:fork-bomb            a function that starts itself in a pipeline or in the background
@@ -33,7 +47,8 @@ import (
 //
 // Ask a person first:
 //
-//	ask:network          curl, wget, nc, ssh, scp, rsync, ftp, telnet, git clone/fetch/pull, ...
+//	ask:network          curl, wget, nc, ssh, scp, rsync, ftp, telnet, dig, ping, openssl s_client, git
+//	                     clone/fetch/pull, ...: a request whose data is in the command itself
 //	ask:package-install  apt, pip install, npm install, go install, cargo install, gem install, brew, npx, ...
 //	ask:publish          git push, npm publish, cargo publish, twine upload, gh release, docker push
 //	ask:dynamic-path     a write to a path only known at run time
@@ -76,7 +91,7 @@ var inspect = words(`ls cat head tail wc stat file du df pwd echo true false :
 // build are build and test commands; they work inside the workspace.
 var build = words(`cmake ninja pytest py.test tsc gcc cc clang g++ c++ clang++ gofmt rustfmt`)
 
-var network = words(`curl wget ssh scp sftp rsync ftp telnet aria2c ping dig nslookup host whois http https`)
+var network = words(`ssh scp sftp rsync ftp telnet aria2c http https`)
 
 var packages = words(`apt apt-get aptitude yum dnf apk zypper pacman brew snap flatpak conda mamba npx bunx pnpx
 	pipx`)
@@ -119,9 +134,14 @@ func (x *cmd) classify() {
 	case build[n]:
 		x.set(Allow, "allow:build", "", "")
 		x.outputs("o", nil)
+	case lookups[n]:
+		x.lookup()
 	case network[n]:
 		x.set(Ask, "ask:network", n+" connects to the network", "Ask the user to approve the network access, or work offline with what is in the workspace")
 		x.networkWrites()
+		if n == "ssh" || n == "telnet" {
+			x.sender()
+		}
 	case packages[n]:
 		x.set(Ask, "ask:package-install", n+" installs or runs packages from the network", "Ask the user to approve the install, or use what is already installed")
 	case privilege[n]:
@@ -159,6 +179,7 @@ func init() {
 		"enable": dynamic("enable loads or changes shell builtins"),
 		"cd":     (*cmd).cd, "pushd": (*cmd).cd, "popd": func(x *cmd) { x.c.cwd = ""; x.set(Allow, "allow:inspect", "", "") },
 		"nc": (*cmd).netcat, "ncat": (*cmd).netcat, "netcat": (*cmd).netcat, "socat": (*cmd).socat,
+		"curl": (*cmd).curl, "wget": (*cmd).wget, "openssl": (*cmd).openssl,
 		"git": (*cmd).git, "go": (*cmd).goTool, "cargo": (*cmd).cargo,
 		"npm": (*cmd).npm, "pnpm": (*cmd).npm, "yarn": (*cmd).npm, "bun": (*cmd).npm,
 		"pip": (*cmd).pip, "pip3": (*cmd).pip, "gem": (*cmd).gem, "twine": (*cmd).twine, "gh": (*cmd).gh,

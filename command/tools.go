@@ -22,6 +22,7 @@ func (x *cmd) netcat() {
 		}
 	}
 	x.set(Ask, "ask:network", x.name+" connects to the network", "Ask the user to approve the network access")
+	x.sender()
 }
 
 func (x *cmd) socat() {
@@ -34,26 +35,23 @@ func (x *cmd) socat() {
 		}
 	}
 	x.set(Ask, "ask:network", "socat connects to the network", "Ask the user to approve the network access")
+	var addrs []string
+	for _, a := range x.args[1:] {
+		if !strings.HasPrefix(a.lit, "-") || a.lit == "-" {
+			addrs = append(addrs, a.lit)
+		}
+	}
+	if socatSends(addrs) {
+		x.exfil("joins a file to a network address, sending or serving the file's contents")
+		return
+	}
+	x.sender()
 }
 
 // networkWrites checks where curl and wget save what they download, and
 // where scp and rsync copy to.
 func (x *cmd) networkWrites() {
 	switch x.name {
-	case "curl":
-		p := parseOpts(x.args, 1, optSpec{short: "oXHdFuAeEKTbcwmxyYz", long: []string{"--output", "--request", "--header", "--data", "--form", "--user", "--config", "--upload-file", "--cookie", "--cookie-jar", "--dump-header", "--url", "--proxy"}})
-		for _, n := range []string{"-o", "--output", "-c", "--cookie-jar", "-D", "--dump-header"} {
-			if v, ok := p.value(n); ok && v.lit != "-" {
-				x.checkPath(v, writes)
-			}
-		}
-	case "wget":
-		p := parseOpts(x.args, 1, optSpec{short: "OoaPe", long: []string{"--output-document", "--output-file", "--directory-prefix"}})
-		for _, n := range []string{"-O", "--output-document", "-o", "--output-file", "-a", "-P", "--directory-prefix"} {
-			if v, ok := p.value(n); ok && v.lit != "-" {
-				x.checkPath(v, writes)
-			}
-		}
 	case "scp", "rsync":
 		p := parseOpts(x.args, 1, optSpec{short: "iFloPSce", long: []string{"--rsh", "--exclude", "--include", "--filter", "--rsync-path"}})
 		if n := len(p.operands); n >= 2 {
@@ -366,6 +364,9 @@ func (x *cmd) gh() {
 }
 
 func (x *cmd) docker() {
+	if x.dockerRemote() {
+		return
+	}
 	switch sub := x.sub(); sub {
 	case "push":
 		x.set(Ask, "ask:publish", x.name+" push publishes an image", "Ask the user to approve the push")

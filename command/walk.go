@@ -44,6 +44,7 @@ type function struct {
 type frame struct {
 	piped      bool   // stdin is the output of another command
 	fed        string // stdin is redirected: "a here-document", "a here-string" or "a file"; "" if not
+	argsFed    string // the command's last words come from another command's output (xargs fed by a pipe)
 	pipeline   bool   // the statement is one element of a pipeline
 	background bool   // the statement, or one around it, runs in the background
 	fn         string // the body of this function is being walked
@@ -206,7 +207,9 @@ func (c *checker) stmt(s *syntax.Stmt, f frame) {
 		case syntax.WordHdoc:
 			f.fed = "a here-string"
 		case syntax.RdrIn, syntax.RdrInOut:
-			f.fed = "a file"
+			if r.Word == nil || r.Word.Lit() != "/dev/null" {
+				f.fed = "a file"
+			}
 		}
 	}
 	// A background statement runs in a subshell: its cd stays there.

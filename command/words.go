@@ -31,6 +31,7 @@ type arg struct {
 	glob     bool  // unquoted glob characters or an extended glob
 	braces   bool  // an unquoted brace expansion
 	fdPath   bool  // the word is a process substitution: a /dev/fd path
+	subst    bool  // some part is a command or process substitution: another command's output
 	alts     []arg // with braces: the words it expands to, unless too many
 }
 
@@ -121,6 +122,7 @@ func (c *checker) wordArgs(w *syntax.Word, braces bool) arg {
 					c.param(y, i == 0 && j == 0, &a, &lit, &pth, &pat, unknown)
 				default:
 					lit.WriteString("$(...)")
+					a.subst = true
 					unknown()
 				}
 			}
@@ -130,6 +132,7 @@ func (c *checker) wordArgs(w *syntax.Word, braces bool) arg {
 			if len(w.Parts) == 1 {
 				a.fdPath = true
 			}
+			a.subst = true
 			lit.WriteString("/dev/fd/63")
 			unknown()
 		case *syntax.ExtGlob:
@@ -140,6 +143,9 @@ func (c *checker) wordArgs(w *syntax.Word, braces bool) arg {
 			pat.WriteString("*")
 		default: // command substitution, arithmetic
 			lit.WriteString("$(...)")
+			if _, ok := x.(*syntax.CmdSubst); ok {
+				a.subst = true
+			}
 			unknown()
 		}
 	}

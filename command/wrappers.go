@@ -153,6 +153,19 @@ func (x *cmd) privileged() {
 func (x *cmd) xargs() {
 	p := parseOpts(x.args, 1, optSpec{short: "adEILnPs", long: []string{"--arg-file", "--delimiter", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, stop: true})
 	inner := append([]arg{}, x.args[p.end:]...)
+	// -I R puts each input line where R is written: those words are only
+	// known when it runs.
+	repl, replaces := p.value("-I", "--replace")
+	if !replaces && (p.has('i') || p.has(0, "--replace")) {
+		repl, replaces = literalArg("{}"), true
+	}
+	if replaces && repl.exact() && repl.lit != "" {
+		for i, a := range inner {
+			if j := strings.Index(a.lit, repl.lit); j >= 0 && a.exact() && i > 0 {
+				inner[i] = arg{text: a.text, lit: a.lit, expanded: true, dyn: true, prefix: a.path[:min(j, len(a.path))]}
+			}
+		}
+	}
 	if len(inner) == 0 {
 		inner = []arg{literalArg("echo")}
 	}
@@ -160,6 +173,7 @@ func (x *cmd) xargs() {
 	inner = append(inner, arg{text: "<input>", lit: "<input>", expanded: true, dyn: true})
 	x.set(Allow, "allow:wrapper", "", "")
 	f := *x.f
+	f.argsFed = x.fedBy()
 	f.noFuncs, f.piped, f.fed = true, false, "" // xargs gives its command /dev/null as stdin
 	x.c.simple(inner, &f)
 }
