@@ -70,7 +70,11 @@ import (
 //
 //	allow:inspect   read-only commands: ls, cat, grep, find without -exec/-delete, git status/log/diff, ...
 //	allow:build     build and test commands and edits inside the workspace: go build/test, make, cargo
-//	                build, npm test, pytest, python FILE, gcc, mkdir, cp/mv/rm inside, sed, git add/commit
+//	                build, npm test, pytest, python FILE, gcc, mkdir, cp/mv/rm inside, sed, git add/commit;
+//	                archives made and unpacked inside (tar c/x, zip, unzip, gzip, xz, zstd), their writes
+//	                checked like any write (tar -C /, tar -P and unzip -d /usr are denied), and their
+//	                options that run programs (tar --to-command, -I, --checkpoint-action=exec, zip -TT)
+//	                asked about
 //	allow:wrapper   env, nice, timeout, xargs, sh -c ...: what they run decides
 //	allow:function  a call of a function declared in the script, whose body was judged
 //	allow:assign    a variable assignment; allow:empty, nothing to run
@@ -180,6 +184,11 @@ func init() {
 		"cd":     (*cmd).cd, "pushd": (*cmd).cd, "popd": func(x *cmd) { x.c.cwd = ""; x.set(Allow, "allow:inspect", "", "") },
 		"nc": (*cmd).netcat, "ncat": (*cmd).netcat, "netcat": (*cmd).netcat, "socat": (*cmd).socat,
 		"curl": (*cmd).curl, "wget": (*cmd).wget, "openssl": (*cmd).openssl,
+		"tar": (*cmd).tar, "gtar": (*cmd).tar, "bsdtar": (*cmd).tar, "zip": (*cmd).zip, "unzip": (*cmd).unzip,
+		"gzip": (*cmd).compress, "gunzip": (*cmd).compress, "bzip2": (*cmd).compress, "bunzip2": (*cmd).compress,
+		"xz": (*cmd).compress, "unxz": (*cmd).compress, "lzma": (*cmd).compress, "unlzma": (*cmd).compress,
+		"zstd": (*cmd).compress, "unzstd": (*cmd).compress, "lz4": (*cmd).compress, "unlz4": (*cmd).compress,
+		"pigz": (*cmd).compress, "unpigz": (*cmd).compress,
 		"git": (*cmd).git, "go": (*cmd).goTool, "cargo": (*cmd).cargo,
 		"npm": (*cmd).npm, "pnpm": (*cmd).npm, "yarn": (*cmd).npm, "bun": (*cmd).npm,
 		"pip": (*cmd).pip, "pip3": (*cmd).pip, "gem": (*cmd).gem, "twine": (*cmd).twine, "gh": (*cmd).gh,
