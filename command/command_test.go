@@ -466,8 +466,8 @@ func TestRules(t *testing.T) {
 		{"bin/tool --flag", ask("ask:unknown", "bin/tool")},
 		{"/opt/x/ls", ask("ask:unknown", "ls")},
 		{"sh build.sh", ask("ask:unknown", "sh")},
-		{"python3 -c 'print(1)'", ask("ask:unknown", "python3")},
-		{"node -e 'console.log(1)'", ask("ask:unknown", "node")},
+		{"python3 -c 'print(1)'", ask("ask:inline-code", "python3")},
+		{"node -e 'console.log(1)'", ask("ask:inline-code", "node")},
 		{"python3 /usr/lib/x.py", ask("ask:unknown", "python3")},
 		{"python3", ask("ask:unknown", "python3")},
 		{"perl x.pl", ask("ask:unknown", "perl")},
@@ -481,8 +481,9 @@ func TestRules(t *testing.T) {
 		{"chown me file", ask("ask:unknown", "chown")},
 		{"ionice -p 1", ask("ask:unknown", "ionice")},
 
-		{"awk 'BEGIN { system(\"rm -rf /\") }'", ask("ask:unknown", "awk")},
-		{"awk '{ print | \"sh\" }' x", ask("ask:unknown", "awk")},
+		{"awk 'BEGIN { system(\"rm -rf /\") }'", deny("deny:destructive-outside", "rm")},
+		{"awk '{ print | \"sh\" }' x", deny("deny:pipe-to-shell", "sh")},
+		{"awk '{ print | $2 }' x", ask("ask:inline-code", "awk")},
 		{"sort --compress-program=sh x", ask("ask:unknown", "sort")},
 		{"git grep -Ovim x", ask("ask:unknown", "git")},
 

@@ -64,7 +64,15 @@ import (
 //	ask:git-data-loss    git reset --hard, clean -f, checkout -- . (or -f), restore of the work tree,
 //	                     branch -D, stash drop or clear: work that exists nowhere else is thrown away
 //	ask:environment      an assignment to PATH, HOME, CDPATH, NODE_OPTIONS, PYTHONPATH and the like
-//	ask:unknown          any command the rules do not know, scripts run from files, inline code (python -c)
+//	ask:inline-code      inline code: python -c, node -e/-p/--eval, perl -e/-E, ruby -e, php -r, lua -e,
+//	                     deno eval, awk programs with system() or pipes. A scanner of tokens and string
+//	                     literals (inline.go) reads it first, up to MaxInlineBytes, and denies under the
+//	                     rules above what it finds: paths deleted or written outside the workspace
+//	                     (shutil.rmtree('/'), fs.rmSync, unlink, open(p, 'w')), a connection joined to a
+//	                     shell (deny:reverse-shell), files or the environment read and sent
+//	                     (deny:exfiltration), and literal shell commands (os.system, subprocess, execSync,
+//	                     spawn, backquotes, awk system and pipes), judged as commands of their own
+//	ask:unknown          any command the rules do not know, scripts run from files
 //
 // Allow:
 //
@@ -266,8 +274,18 @@ func (x *cmd) awk() {
 		return
 	}
 	prog := x.args[p.operands[0]]
-	if !prog.exact() || strings.Contains(prog.lit, "system") || strings.Contains(prog.lit, "|") {
-		x.set(Ask, "ask:unknown", x.name+"'s program may run shell commands (system, pipes), which this check cannot see",
+	if !prog.exact() {
+		x.inlineCode([]arg{prog})
+		return
+	}
+	if len(prog.lit) > MaxInlineBytes || x.scanInline(prog.lit, langAwk) {
+		if len(prog.lit) > MaxInlineBytes {
+			x.inlineCode([]arg{prog})
+		}
+		return
+	}
+	if strings.Contains(prog.lit, "system") || strings.Contains(prog.lit, "|") {
+		x.set(Ask, "ask:inline-code", x.name+"'s program may run shell commands (system, pipes) that are only known when it runs",
 			"Do the work with "+x.name+" alone, without system() or pipes, or run the commands directly")
 	}
 }

@@ -415,17 +415,29 @@ func (x *cmd) shell() {
 // interpreter judges python, node and the like.
 func (x *cmd) interpreter() {
 	inline := interpreters[x.name]
-	spec := optSpec{short: "mWXr", long: []string{"--require", "--import", "--loader"}, stop: true}
+	spec := optSpec{short: "mWXr" + inline, long: []string{"--require", "--import", "--loader"}, stop: true}
 	if x.name == "node" || x.name == "nodejs" {
-		spec.short = "r"
+		spec.short = "r" + inline
+	}
+	if inline != "" && langOf(x.name) != langPython {
+		spec.long = append(spec.long, "--eval", "--print")
 	}
 	p := parseOpts(x.args, 1, spec)
-	for _, ch := range inline {
-		if p.has(byte(ch)) || x.name != "python" && p.has(0, "--eval", "--print") {
-			x.set(Ask, "ask:unknown", x.name+" runs inline code, which this check cannot read",
-				"Save the code to a file in the workspace and run that file")
-			return
+	var codes []arg
+	for _, v := range p.values {
+		if len(v.name) == 2 && strings.Contains(inline, v.name[1:]) || v.name == "--eval" || v.name == "--print" {
+			codes = append(codes, v.val)
 		}
+	}
+	if x.name == "deno" && p.end+1 < len(x.args) && x.args[p.end].lit == "eval" {
+		q := parseOpts(x.args, p.end+1, optSpec{stop: true})
+		if q.end < len(x.args) {
+			codes = append(codes, x.args[q.end])
+		}
+	}
+	if len(codes) > 0 {
+		x.inlineCode(codes)
+		return
 	}
 	if strings.HasPrefix(x.name, "python") {
 		if m, ok := p.value("-m"); ok {
