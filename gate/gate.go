@@ -32,6 +32,7 @@ import (
 	"airlock.dev/airlock/command"
 	"airlock.dev/airlock/ledger"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/protect"
 	"airlock.dev/airlock/redact"
 	"airlock.dev/airlock/schema"
 	"airlock.dev/airlock/store"
@@ -67,6 +68,13 @@ type Options struct {
 	// ApprovalTTL is how long an approval waits and, once approved, how
 	// long it stays usable; zero means store.DefaultApprovalTTL.
 	ApprovalTTL time.Duration
+	// Protected lists the workspace files no tool may write freely:
+	// airlock's own (the policy, credentials and config files, when they
+	// lie in the workspace) are never written, and files a host later
+	// runs by itself ask, in every mode. Nil is protect.Default(). The
+	// command policy holds the same list for the writes of commands
+	// (command.Policy.WithProtected).
+	Protected *protect.List
 	// Commands judges the command line of every tool with a CommandArg
 	// (run_command). Nil refuses every such call.
 	Commands *command.Policy

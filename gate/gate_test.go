@@ -15,6 +15,7 @@ import (
 	"airlock.dev/airlock/audit"
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/protect"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/store/sqlite"
 	"airlock.dev/airlock/tool"
@@ -153,8 +154,8 @@ func TestDecisionPaths(t *testing.T) {
 		{"path outside", call("probe_read_low", `{"path":"../x"}`, "", ""), "deny", tool.CodeInvalidArguments, "", ""},
 		{"symlink outside", call("probe_read_low", `{"path":"out/x"}`, "", ""), "deny", tool.CodePathOutside, "", ""},
 		{"state dir", call("probe_read_low", `{"path":".airlock/audit.jsonl"}`, "", ""), "deny", tool.CodePathOutside, "", ""},
-		{"git write asks in auto-edit", call("probe_write_medium", `{"path":".git/config"}`, "", "auto-edit"), "ask", tool.CodeApprovalRequired, gate.GitWriteRule, ""},
-		{"git write asks in auto", call("probe_write_medium", `{"path":"x/../.git/hooks/pre-commit"}`, "", "auto"), "ask", tool.CodeApprovalRequired, gate.GitWriteRule, ""},
+		{"git write asks in auto-edit", call("probe_write_medium", `{"path":".git/config"}`, "", "auto-edit"), "ask", tool.CodeApprovalRequired, protect.RuleHostExecuted, ""},
+		{"git write asks in auto", call("probe_write_medium", `{"path":"x/../.git/hooks/pre-commit"}`, "", "auto"), "ask", tool.CodeApprovalRequired, protect.RuleHostExecuted, ""},
 		{"git read is fine", call("probe_read_low", `{"path":".git/config"}`, "", ""), "allow", "", "", ""},
 		{"read_file", call("read_file", `{"path":"a.txt"}`, "", ""), "allow", "", "", ""},
 		{"read_file missing", call("read_file", `{"path":"none.txt"}`, "", ""), "allow", tool.CodeNotFound, "", ""},

@@ -8,6 +8,7 @@ import (
 
 	"airlock.dev/airlock/command"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/protect"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/workspace"
 )
@@ -87,10 +88,6 @@ func decisionError(d policy.Decision) *tool.Error {
 	return &tool.Error{Code: code, Message: d.Reason, Hint: d.Hint}
 }
 
-// GitWriteRule names the guard that asks before writes into .git/, in
-// every mode: a repository's hooks and config run code.
-const GitWriteRule = "git-write-asks"
-
 func (g *Gate) guards(ctx context.Context, c *call) outcome {
 	t := c.entry.tool
 	for _, name := range t.PathArgs {
@@ -103,10 +100,10 @@ func (g *Gate) guards(ctx context.Context, c *call) outcome {
 			return endCall(denied, end)
 		}
 		c.paths = append(c.paths, canon)
-		if t.Effect == tool.EffectWrite && workspace.IsGitPath(canon) && c.verdict.Action == policy.Allow {
-			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: GitWriteRule,
-				Reason: fmt.Sprintf("writing %s changes the repository's own files (hooks and config run code)", canon),
-				Hint:   "A person must approve writes into .git/; write elsewhere, or ask for approval"}
+		if t.Effect == tool.EffectWrite {
+			if end := g.protectedGuard(c, canon); end != nil {
+				return endCall(denied, end)
+			}
 		}
 	}
 	for _, name := range t.GlobArgs {
@@ -130,6 +127,28 @@ func (g *Gate) guards(ctx context.Context, c *call) outcome {
 		return passOn(asked)
 	}
 	return passOn(passed)
+}
+
+// protectedGuard judges a write to the canonical workspace path canon
+// against Options.Protected: airlock's own files are denied
+// (deny:protected-file), whatever the mode; files a host later runs by
+// itself (.git/, .envrc, Makefile, ...) ask (ask:host-executed-file), in
+// every mode.
+func (g *Gate) protectedGuard(c *call, canon string) *tool.Error {
+	d := g.opts.Protected.Check(canon)
+	switch d.Verdict {
+	case protect.Allow:
+		return nil
+	case protect.Ask:
+		if c.verdict.Action == policy.Allow {
+			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: d.Rule,
+				Reason: fmt.Sprintf("writing %s: %s", canon, d.Reason), Hint: d.Hint}
+		}
+		return nil
+	}
+	c.verdict = policy.Decision{Action: policy.Deny, Code: tool.CodeDenied, Rule: d.Rule,
+		Reason: fmt.Sprintf("writing %s: %s", canon, d.Reason), Hint: d.Hint}
+	return decisionError(c.verdict)
 }
 
 // inWorkspace judges a path or glob pattern argument with judge

@@ -33,6 +33,7 @@ import (
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/ledger"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/protect"
 	"airlock.dev/airlock/redact"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/store/sqlite"
@@ -78,6 +79,10 @@ type Config struct {
 	// Credentials is a credentials file (mode 0600) of headers that
 	// web_fetch and the egress proxy attach per exact host.
 	Credentials string
+	// ConfigFile is the config file these settings came from, if any
+	// (the CLI's airlock.yaml). Like Policy and Credentials, it is never
+	// written through a tool when it lies in the workspace.
+	ConfigFile string
 	// FAQ is a FAQ index file; it adds the faq_lookup tool.
 	FAQ string
 	// Envelopes wraps untrusted results in envelopes, for doors whose
@@ -169,13 +174,35 @@ func (rt *Runtime) open(ctx context.Context, cfg *Config) (err error) {
 	if err != nil {
 		return err
 	}
+	protected := rt.Policy.Protected().WithOwn(ownFiles(rt.Workspace.Dir(), cfg))
 	rt.Gate, err = gate.New(reg, &gate.Options{
-		Policy: rt.Policy, Workspace: rt.Workspace, Commands: rt.Policy.Commands(), Egress: rt.Egress,
+		Policy: rt.Policy, Workspace: rt.Workspace, Protected: protected,
+		Commands: rt.Policy.Commands().WithProtected(protected), Egress: rt.Egress,
 		Audit: rt.Audit, Approvals: rt.Store, ApprovalKey: key, Ledger: rt.Ledger, Sessions: rt.Store,
 		Redactor: rd, Secrets: rt.Egress.InjectedValues(),
 		Envelopes: cfg.Envelopes, OnFlagged: gate.FlagAction(rt.Policy.OnFlagged()),
 	})
 	return err
+}
+
+// ownFiles names airlock's own files for package protect: absolute, with
+// symbolic links resolved where they exist, as the workspace's own path
+// is, so that a file inside the workspace is known by either name.
+func ownFiles(ws string, cfg *Config) protect.Own {
+	abs := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return ""
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	return protect.Own{Workspace: abs(ws), Policy: abs(cfg.Policy), Credentials: abs(cfg.Credentials), Config: abs(cfg.ConfigFile)}
 }
 
 // Close closes everything Open opened, the last opened first, and

@@ -170,21 +170,6 @@ func (w *Workspace) ready() error {
 	return nil
 }
 
-// IsGitPath reports whether a canonical path is a .git directory or lies
-// under one, at any depth: the
-// gate asks a person before a write there, since a repository's hooks and
-// config run code. The comparison ignores case, as a case-insensitive file
-// system would.
-func IsGitPath(canonical string) bool {
-	// Any component: a nested repository's .git runs code too.
-	for part := range strings.SplitSeq(canonical, "/") {
-		if strings.EqualFold(part, ".git") {
-			return true
-		}
-	}
-	return false
-}
-
 // isStateName reports whether a first path component names StateDir. Case
 // is ignored so that a case-insensitive file system cannot open a side
 // door.

@@ -1034,24 +1034,3 @@ func TestRollbackDamagedSnapshot(t *testing.T) {
 	}
 	f.checkOutside(t)
 }
-
-func TestIsGitPath(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want bool
-	}{
-		{".git", true},
-		{".git/hooks/pre-commit", true},
-		{".GIT/config", true},
-		{".gitignore", false},
-		{"a/.git/config", true}, // a nested repository runs code too
-		{"a/b/.Git/hooks/x", true},
-		{"a/.gitx/config", false},
-		{".github/workflows/ci.yml", false},
-		{".", false},
-	} {
-		if got := workspace.IsGitPath(c.in); got != c.want {
-			t.Errorf("IsGitPath(%q) = %v, want %v", c.in, got, c.want)
-		}
-	}
-}

@@ -45,6 +45,9 @@ type settings struct {
 	// envelopes: the door's results go to a model (MCP), so untrusted
 	// results are wrapped in envelopes.
 	envelopes bool
+	// file is the config file the settings were read from, if any: the
+	// runtime never lets a tool write it.
+	file string
 }
 
 // DefaultAddr is where airlock serve listens unless told otherwise.
@@ -249,6 +252,7 @@ func (s *settings) loadFile(path string, named bool) error {
 	if err := dec.Decode(s); err != nil && !errors.Is(err, io.EOF) { // an empty file is no settings
 		return fmt.Errorf("config %s: %w (the keys are %s)", path, err, strings.Join(configKeys(), ", "))
 	}
+	s.file = path
 	// Relative paths in the file are relative to the file.
 	base := filepath.Dir(path)
 	for _, p := range []*string{&s.Workspace, &s.Policy, &s.FAQ} {

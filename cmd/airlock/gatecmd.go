@@ -39,7 +39,7 @@ func runtimeConfig(s *settings, firstRoot string, eg *egress.Options) (*runtime.
 		return nil, err
 	}
 	return &runtime.Config{Workspace: dir, Policy: s.Policy, Store: s.Store, Sandbox: s.Sandbox,
-		CommandNetwork: s.CommandNetwork, Credentials: s.Credentials, FAQ: s.FAQ,
+		CommandNetwork: s.CommandNetwork, Credentials: s.Credentials, FAQ: s.FAQ, ConfigFile: s.file,
 		Envelopes: s.envelopes, Egress: eg, LedgerLease: lease}, nil
 }
 
