@@ -7,7 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Scan limits and the default threshold. A zero Options field takes its
@@ -47,7 +50,12 @@ const (
 	SignalMarkdownImageExfil      = "markdown_image_exfil"     // ![](https://host/?q=...) and <img src=...?...>
 	SignalLinkExfil               = "link_exfil"               // [text](https://host/?data={...}) with a template or secret-named parameter
 	SignalHiddenText              = "hidden_text"              // HTML comments or CSS-hidden text with instructions, tag characters, zero-width runs, bidi controls
-	SignalEncodedPayload          = "encoded_payload"          // base64, hex or rot13 that decodes to instructions
+	SignalEncodedPayload          = "encoded_payload"          // base64, hex, rot13 or reversed text that holds instructions
+	SignalAddressedToModel        = "addressed_to_model"       // "Note to the AI assistant:", "if you are an AI", "agents reading this", in many languages
+	SignalTaskHijack              = "task_hijack"              // "instead of summarizing", "your real task is", "do not answer the user's question"
+	SignalPersuasion              = "persuasion"               // claimed authority or permission: "I authorize you", "you are required to", "pre-approved"
+	SignalCovertAction            = "covert_action"            // "do not mention this", "without asking", "skip the approval"
+	SignalRiskyAction             = "risky_action"             // "tell the user that", curl | sh, send to an address, approve and merge
 )
 
 // Options tune Scan. A nil *Options, and every zero field, means the
@@ -166,18 +174,25 @@ type phrase struct {
 	// need and nonASCII are the prefilter; see p.
 	need     [][]string
 	nonASCII bool
+	// backup marks a costly phrase that only widens an earlier one of
+	// the same name (other languages' overrides after English's): it is
+	// not run on a chunk where that name has matched already.
+	backup bool
 }
 
 // p compiles a phrase. need is its prefilter: groups joined by " & ",
 // each a list of alternatives joined by "|"; a chunk of text is matched
 // only if, ASCII lower-cased, it holds one alternative of every group.
 // need "*" means the phrase is in a non-Latin script and runs only on
-// chunks with non-ASCII text.
+// chunks with non-ASCII text; "* & ..." adds groups to that.
 func p(name string, weight float64, detail, need, re string) phrase {
 	ph := phrase{name: name, re: regexp.MustCompile(re), weight: weight, detail: detail}
 	if need == "*" {
 		ph.nonASCII = true
 		return ph
+	}
+	if rest, ok := strings.CutPrefix(need, "* & "); ok {
+		ph.nonASCII, need = true, rest
 	}
 	for _, g := range strings.Split(need, " & ") {
 		ph.need = append(ph.need, strings.Split(g, "|"))
@@ -188,8 +203,8 @@ func p(name string, weight float64, detail, need, re string) phrase {
 // wanted reports whether the phrase may match in a chunk, by its
 // prefilter: a superset test, the regular expression decides.
 func (ph *phrase) wanted(c *chunkIndex) bool {
-	if ph.nonASCII {
-		return c.nonASCII
+	if ph.nonASCII && !c.nonASCII || ph.nonASCII && ph.need == nil {
+		return ph.nonASCII && c.nonASCII
 	}
 	for _, g := range ph.need {
 		ok := false
@@ -253,7 +268,18 @@ func (c *chunkIndex) has(anchor string) bool {
 // hiddenPatterns find text meant to be invisible to a person.
 var (
 	htmlComment = regexp.MustCompile(`(?s)<!--(.*?)-->`)
-	cssHidden   = regexp.MustCompile(`(?is)<([a-z][a-z0-9]*)\b[^>]{0,500}\bstyle\s*=\s*["'][^"']{0,500}(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:;|["'])|opacity\s*:\s*0(?:\.0*)?\s*(?:;|["'])|color\s*:\s*(#fff(?:fff)?|white|transparent)\b[^"']{0,200}background(?:-color)?\s*:\s*(?:#fff(?:fff)?|white)\b)[^"']{0,500}["'][^>]{0,500}>(.*?)</`)
+	// hiddenHTML find elements a person does not see, by inline style
+	// (display:none, visibility:hidden, a zero or one-pixel font, opacity
+	// 0, transparent or white-on-white text, off-screen positions, a
+	// zero-height box that hides its overflow), by the hidden attribute,
+	// and markdown's comment idiom [//]: # (...). Group 1 is the hidden
+	// content; with no instruction in it, hiding is no signal (menus,
+	// preheaders, skip links).
+	hiddenHTML = []*regexp.Regexp{
+		regexp.MustCompile(`(?is)<[a-z][a-z0-9]*\b[^>]{0,500}\bstyle\s*=\s*["'][^"']{0,500}(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*[01](?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:;|["'!])|opacity\s*:\s*0(?:\.0*)?\s*(?:;|["'!])|color\s*:\s*transparent|color\s*:\s*(?:#f[ef]f(?:[ef][ef][ef])?|white)\b[^"']{0,200}background(?:-color)?\s*:\s*(?:#fff(?:fff)?|white)\b|(?:left|top|text-indent)\s*:\s*-\d{3,}px|(?:max-)?height\s*:\s*0[^"']{0,100}overflow\s*:\s*hidden)[^"']{0,500}["'][^>]{0,500}>(.*?)</`),
+		regexp.MustCompile(`(?is)<[a-z][a-z0-9]*\b[^>]{0,500}?\s(?:hidden|aria-hidden\s*=\s*["']true["'])(?:\s[^>]{0,500})?>(.*?)</`),
+		regexp.MustCompile(`(?m)^\[//\]:\s*#\s*[("](.{0,1000})[)"]\s*$`),
+	}
 )
 
 // scanner carries the decode budget across depths.
@@ -288,9 +314,10 @@ func (s *scanner) scan(text string, base, depth int) []Signal {
 		}
 		chunk := folded[c[0]:c[1]]
 		idx := indexChunk(chunk)
+		matched := map[string]bool{}
 		for i, all := 0, phrases(); i < len(all); i++ {
 			ph := &all[i]
-			if !ph.wanted(idx) {
+			if ph.backup && matched[ph.name] || !ph.wanted(idx) {
 				continue
 			}
 			for _, m := range ph.re.FindAllStringIndex(chunk, MaxMatchesPerChunk) {
@@ -298,22 +325,27 @@ func (s *scanner) scan(text string, base, depth int) []Signal {
 					continue
 				}
 				s, e := c[0]+m[0], c[0]+m[1]
-				add(ph.name, offs[s], offs[e], ph.weight*discount(folded, s, e), ph.detail)
+				w := ph.weight * discount(folded, s, e)
+				if ph.name == SignalChatTemplate && mentioned(folded, s, e) {
+					w *= 0.5
+				}
+				add(ph.name, offs[s], offs[e], w, ph.detail)
+				matched[ph.name] = true
 			}
 		}
 	}
 
 	// Hidden HTML: comments and CSS-hidden elements whose content holds
 	// instructions. A comment with ordinary text is no signal.
-	for _, m := range htmlComment.FindAllStringSubmatchIndex(text, 64) {
+	for _, m := range htmlComment.FindAllStringSubmatchIndex(text, MaxHiddenElements) {
 		if inner := s.phraseSignals(text[m[2]:m[3]]); inner > 0 {
 			add(SignalHiddenText, m[0], m[1], 0.5, "instructions in an HTML comment")
 		}
 	}
-	for _, m := range cssHidden.FindAllStringSubmatchIndex(text, 64) {
-		if m[6] >= 0 {
-			if inner := s.phraseSignals(text[m[6]:m[7]]); inner > 0 {
-				add(SignalHiddenText, m[0], m[1], 0.6, "instructions in CSS-hidden text")
+	for _, re := range hiddenHTML {
+		for _, m := range re.FindAllStringSubmatchIndex(text, MaxHiddenElements) {
+			if m[2] >= 0 && s.phraseSignals(text[m[2]:m[3]]) > 0 {
+				add(SignalHiddenText, m[0], m[1], 0.6, "instructions in hidden text")
 			}
 		}
 	}
@@ -355,7 +387,77 @@ func (s *scanner) scan(text string, base, depth int) []Signal {
 			}
 		}
 	}
+	if depth == 0 {
+		sigs = append(sigs, s.transformed(folded, offs, add)...)
+	}
 	return sigs
+}
+
+// transformed rescans lines that read as English once rot13'd or
+// reversed (".snoitcurtsni suoiverp lla erongi"), and adds
+// encoded_payload where they hold instructions. A line qualifies when the
+// transform gains at least MinTransformedWords common English words.
+func (s *scanner) transformed(folded string, offs []int, add func(string, int, int, float64, string)) []Signal {
+	var sigs []Signal
+	lines := 0
+	for start := 0; start < min(len(folded), Rot13Bytes) && lines < MaxTransformedLines; {
+		end := strings.IndexByte(folded[start:], '\n')
+		if end < 0 {
+			end = len(folded)
+		} else {
+			end += start
+		}
+		line := folded[start:end]
+		next := end + 1
+		if len(line) < MinEncodedBytes || s.budget <= 0 {
+			start = next
+			continue
+		}
+		plain := englishWords(line)
+		for _, t := range []struct {
+			kind string
+			text string
+		}{{"rot13", rot13(line)}, {"reversed", reverse(line)}} {
+			if englishWords(t.text) < plain+MinTransformedWords {
+				continue
+			}
+			lines++
+			s.budget--
+			inner := s.scan(t.text, 0, 1)
+			if len(inner) == 0 {
+				continue
+			}
+			a, b := offs[start], offs[end]
+			add(SignalEncodedPayload, a, b, 0.6, t.kind)
+			for i := range inner {
+				inner[i].Start, inner[i].End = a, b
+			}
+			sigs = append(sigs, inner...)
+			break
+		}
+		start = next
+	}
+	return sigs
+}
+
+// commonWords are frequent English words; text that holds several of
+// them only after a transform was written in that transform.
+var commonWords = []string{" the ", " and ", " to ", " you ", " your ", " all ", " of ", " this ", " is ", " in ", " and ", " with ", " user ", " for "}
+
+func englishWords(s string) int {
+	lower, _ := asciiLower(" " + s + " ")
+	n := 0
+	for _, w := range commonWords {
+		n += strings.Count(lower, w)
+	}
+	return n
+}
+
+// reverse reverses s rune by rune.
+func reverse(s string) string {
+	r := []rune(s)
+	slices.Reverse(r)
+	return string(r)
 }
 
 // Chunking limits for phrase matching.
@@ -369,6 +471,22 @@ const (
 	MaxMatchesPerChunk = 16
 	// Rot13Bytes is how much text the rot13 check reads.
 	Rot13Bytes = 64 << 10
+	// QuoteBytes is how far after a phrase its closing quote may be for
+	// the phrase to count as quoted (and weigh half).
+	QuoteBytes = 80
+	// MaxHiddenElements bounds the HTML comments and hidden elements of
+	// each kind whose content is checked for instructions.
+	MaxHiddenElements = 64
+	// MaxTransformedLines bounds the lines that read as rot13 or reversed
+	// English and are rescanned so (each also spends one of MaxDecoded).
+	MaxTransformedLines = 8
+	// MinTransformedWords is how many common English words a line must
+	// gain by rot13 or by reversal before it is rescanned that way.
+	MinTransformedWords = 2
+	// MinHidingZeroWidth is how many zero-width characters set inside
+	// words make hidden_text strong: text split so that a filter does not
+	// see its words.
+	MinHidingZeroWidth = 6
 )
 
 // chunks cuts text into spans of whole lines of at most ChunkBytes.
@@ -474,9 +592,7 @@ func hasName(sigs []Signal, name string) bool {
 // counts, at half weight.
 func discount(text string, start, end int) float64 {
 	f := 1.0
-	before := text[max(0, start-3):start]
-	after := text[end:min(len(text), end+200)]
-	if strings.ContainsAny(before, "\"'“«「`") && strings.ContainsAny(after, "\"'”»」`") {
+	if quoted(text, start, end) {
 		f *= 0.5
 	}
 	lower, _ := asciiLower(text[max(0, start-200):start])
@@ -489,13 +605,65 @@ func discount(text string, start, end int) float64 {
 	return f
 }
 
+// quoted reports whether the phrase at start is a short quotation in
+// running text: an opening quote before it on its line (a straight double
+// quote that opens in prose, after a space, "(" or the line start, not a
+// JSON or attribute value after ":", "=" or ","; a backtick; or a
+// typographic quote) and the closing quote within QuoteBytes after end.
+func quoted(text string, start, end int) bool {
+	line := text[max(0, start-300):start]
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	after := text[end:min(len(text), end+QuoteBytes)]
+	for _, q := range [][2]string{{"\"", "\""}, {"`", "`"}, {"“", "”"}, {"«", "»"}, {"「", "」"}} {
+		i := strings.LastIndex(line, q[0])
+		if i < 0 || !strings.Contains(after, q[1]) {
+			continue
+		}
+		if q[0] == q[1] && strings.Count(line, q[0])%2 == 0 {
+			continue // the last one closed a quotation
+		}
+		if q[0] == "\"" {
+			prev := strings.TrimRight(line[:i], " ")
+			if prev != line[:i] && prev != "" && strings.ContainsAny(prev[len(prev)-1:], ":=,[{") {
+				continue // a value, not a quotation
+			}
+			if prev == line[:i] && prev != "" && !strings.HasSuffix(prev, "(") {
+				continue // attached to a word: name="...", not prose
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// mentioned reports whether a chat-template token is written about
+// rather than used: followed by "tags", "markers" or "tokens", or after
+// "in", "with", "like", "as" or "the" in running text.
+func mentioned(text string, start, end int) bool {
+	after, _ := asciiLower(text[end:min(len(text), end+12)])
+	for _, w := range []string{" tag", " marker", " token", " format", " and ", " or ", ", ", " ..."} {
+		if strings.HasPrefix(after, w) {
+			return true
+		}
+	}
+	before, _ := asciiLower(text[max(0, start-8):start])
+	for _, w := range []string{" in ", " with ", " like ", " as ", " the ", " and ", " or ", "... "} {
+		if strings.HasSuffix(before, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // metaContext are words that, shortly before a phrase, say the text is
 // about injections rather than one (matched after whitespace folding).
 var metaContext = []string{
 	"prompt injection", "prompt-injection", "jailbreak", "injection attack", "for example", "e.g.",
 	"such as", "red team", "red-team", "attackers may", "attackers can", "attacker may", "attacker can",
 	"an attack", "an example", "looks like", "look like", "phrase like", "phrases like", "says", "said",
-	"would say",
+	"would say", "we tried", "researchers", "showed that", "payloads",
 }
 
 // invisible adds hidden_text for Unicode tag characters (and rescans the
@@ -506,7 +674,19 @@ func (s *scanner) invisible(text string, add func(string, int, int, float64, str
 	zw, zwStart, zwEnd := 0, -1, -1
 	bidi, bidiStart, bidiEnd := 0, -1, -1
 	prevEmoji := false
+	// inWords counts zero-width characters between two visible
+	// characters, letters or spaces: text split so that a filter does not
+	// see its words. pending is one seen after such a character.
+	inWords, pending, prevWordy := 0, 0, false
 	for i, r := range text {
+		wordy := unicode.IsLetter(r) || r == ' '
+		if wordy && prevWordy {
+			inWords += pending
+		}
+		if r != 0x200B && r != 0x2060 && r != 0xFEFF {
+			pending = 0
+			prevWordy = wordy
+		}
 		switch {
 		case r >= 0xE0000 && r <= 0xE007F:
 			if prevEmoji && r != 0xE0001 {
@@ -521,6 +701,9 @@ func (s *scanner) invisible(text string, add func(string, int, int, float64, str
 			}
 			continue
 		case r == 0x200B || r == 0x2060 || r == 0x180E || r == 0xFEFF && i > 0 || (r == 0x200C || r == 0x200D) && !prevEmoji:
+			if r == 0x200B || r == 0x2060 || r == 0xFEFF {
+				pending++
+			}
 			if zwStart < 0 {
 				zwStart = i
 			}
@@ -544,7 +727,10 @@ func (s *scanner) invisible(text string, add func(string, int, int, float64, str
 			}
 		}
 	}
-	if zw >= 4 {
+	switch {
+	case inWords >= MinHidingZeroWidth:
+		add(SignalHiddenText, zwStart, zwEnd, 0.5, "zero-width characters inside words")
+	case zw >= 4:
 		add(SignalHiddenText, zwStart, zwEnd, 0.3, "zero-width characters")
 	}
 	if bidi > 0 {
@@ -552,8 +738,8 @@ func (s *scanner) invisible(text string, add func(string, int, int, float64, str
 	}
 }
 
-// fold removes invisible characters and folds whitespace runs to one
-// space; offs maps each byte of the result (and its end) to the input.
+// fold removes invisible characters, folds whitespace runs to one
+// space and applies NFKC to compatibility letters (see compat); offs maps each byte of the result (and its end) to the input.
 func fold(text string) (string, []int) {
 	var b strings.Builder
 	b.Grow(len(text))
@@ -571,6 +757,16 @@ func fold(text string) (string, []int) {
 			space = true
 			offs = append(offs, i)
 			b.WriteByte(' ')
+			continue
+		case compat(r):
+			// NFKC, rune by rune, for the letters that have a plain
+			// ASCII form: "ｉｇｎｏｒｅ", "𝐢𝐠𝐧𝐨𝐫𝐞", "ⓘⓖⓝⓞⓡⓔ" read "ignore".
+			space = false
+			k := norm.NFKC.String(string(r))
+			b.WriteString(k)
+			for range len(k) {
+				offs = append(offs, i)
+			}
 			continue
 		case r == utf8.RuneError:
 			// Invalid bytes are kept as they are, one by one.
@@ -592,6 +788,19 @@ func fold(text string) (string, []int) {
 	}
 	offs = append(offs, len(text))
 	return b.String(), offs
+}
+
+// compat reports whether r is in a block whose compatibility forms
+// spell Latin letters, digits or ASCII punctuation in another look:
+// fullwidth and halfwidth forms, letterlike symbols, super- and
+// subscripts, enclosed alphanumerics, Latin ligatures, mathematical
+// alphanumerics and enclosed alphanumeric supplement (less the flags'
+// regional indicators). Only these are normalised: the rest of the text
+// keeps its bytes, and scanning stays fast on CJK and emoji.
+func compat(r rune) bool {
+	return r >= 0xFF01 && r <= 0xFFEE || r >= 0x2100 && r <= 0x214F || r >= 0x2070 && r <= 0x209F ||
+		r >= 0x2460 && r <= 0x24FF || r >= 0xFB00 && r <= 0xFB06 || r >= 0x1D400 && r <= 0x1D7FF ||
+		r >= 0x1F100 && r < 0x1F1E6
 }
 
 // decode tries base64 (standard and URL alphabets) and hex on a run and
