@@ -178,6 +178,47 @@ type phrase struct {
 	// the same name (other languages' overrides after English's): it is
 	// not run on a chunk where that name has matched already.
 	backup bool
+	// lower marks an expression compiled without (?i) that runs on the
+	// chunk with its ASCII letters lower-cased: the same matches, without
+	// the cost of case folding at every step (see p).
+	lower bool
+}
+
+// find returns the phrase's matches in chunk; lower is chunk with its
+// ASCII letters lower-cased (same offsets).
+func (ph *phrase) find(chunk, lower string, n int) [][]int {
+	if ph.lower {
+		return ph.re.FindAllStringIndex(lower, n)
+	}
+	return ph.re.FindAllStringIndex(chunk, n)
+}
+
+// foldable reports whether a case-insensitive expression matches the
+// same on ASCII-lower-cased text without its (?i): it has no upper-case
+// ASCII letter outside an escape (\S, \p{..}), and no cased letter
+// beyond ASCII ("önceki" must still match "Önceki").
+func foldable(re string) bool {
+	for i := 0; i < len(re); i++ {
+		c := re[i]
+		switch {
+		case c == '\\':
+			i++
+			if i+1 < len(re) && (re[i] == 'p' || re[i] == 'P') && re[i+1] == '{' {
+				if j := strings.IndexByte(re[i:], '}'); j > 0 {
+					i += j
+				}
+			}
+		case c >= 'A' && c <= 'Z':
+			return false
+		case c >= 0x80:
+			r, size := utf8.DecodeRuneInString(re[i:])
+			if unicode.IsUpper(r) || unicode.IsLower(r) {
+				return false
+			}
+			i += size - 1
+		}
+	}
+	return true
 }
 
 // p compiles a phrase. need is its prefilter: groups joined by " & ",
@@ -186,7 +227,11 @@ type phrase struct {
 // need "*" means the phrase is in a non-Latin script and runs only on
 // chunks with non-ASCII text; "* & ..." adds groups to that.
 func p(name string, weight float64, detail, need, re string) phrase {
-	ph := phrase{name: name, re: regexp.MustCompile(re), weight: weight, detail: detail}
+	ph := phrase{name: name, weight: weight, detail: detail}
+	if rest, ok := strings.CutPrefix(re, "(?i)"); ok && foldable(rest) {
+		re, ph.lower = rest, true
+	}
+	ph.re = regexp.MustCompile(re)
 	if need == "*" {
 		ph.nonASCII = true
 		return ph
@@ -320,7 +365,7 @@ func (s *scanner) scan(text string, base, depth int) []Signal {
 			if ph.backup && matched[ph.name] || !ph.wanted(idx) {
 				continue
 			}
-			for _, m := range ph.re.FindAllStringIndex(chunk, MaxMatchesPerChunk) {
+			for _, m := range ph.find(chunk, idx.lower, MaxMatchesPerChunk) {
 				if ph.check != nil && !ph.check(chunk[m[0]:m[1]]) {
 					continue
 				}
@@ -378,9 +423,11 @@ func (s *scanner) scan(text string, base, depth int) []Signal {
 	// rot13: only the instruction phrases are looked for in the rotated
 	// text, and only where the plain text had none.
 	if depth == 0 && !hasName(sigs, SignalInstructionOverride) {
-		rot := rot13(folded)
+		rot := rot13(folded[:min(len(folded), Rot13Bytes)])
+		rotLower, _ := asciiLower(rot)
 		for _, ph := range phrases()[:4] {
-			if m := ph.re.FindStringIndex(rot[:min(len(rot), Rot13Bytes)]); m != nil {
+			if m := ph.find(rot, rotLower, 1); m != nil {
+				m := m[0]
 				add(SignalEncodedPayload, offs[m[0]], offs[m[1]], 0.6, "rot13")
 				add(SignalInstructionOverride, offs[m[0]], offs[m[1]], ph.weight, "rot13")
 				break
@@ -569,7 +616,7 @@ func (s *scanner) phraseSignals(text string) int {
 			if !ph.wanted(idx) {
 				continue
 			}
-			if m := ph.re.FindStringIndex(chunk); m != nil && (ph.check == nil || ph.check(chunk[m[0]:m[1]])) {
+			if m := ph.find(chunk, idx.lower, 1); m != nil && (ph.check == nil || ph.check(chunk[m[0][0]:m[0][1]])) {
 				n++
 			}
 		}
