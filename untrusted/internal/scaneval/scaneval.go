@@ -2,8 +2,8 @@
 // (untrusted/testdata/scaneval): hand-written documents, each labelled
 // with its category (an attack category or a kind of clean document) and
 // its split (train or held out), with readable {{op:arg}} expansions for
-// invisible and encoded text. The evaluation test and the model trainer
-// both read it through Load, so they see exactly the same documents.
+// invisible and encoded text. The evaluation test reads it through Load,
+// and so would a trainer, which must read the Train split only.
 package scaneval
 
 import (
