@@ -11,41 +11,77 @@ import (
 )
 
 // Targets of the evaluation, per attack category and per kind of clean
-// document, on all documents of the category (both splits).
+// document, on the train and held-out documents of the category. The blind
+// split is a measurement only: its documents were written without sight of
+// the rules, and holding the scanner to them would turn them into training
+// data.
 const (
 	minRecall     = 0.90
 	maxFalseFlags = 0.05
-	// minAttackDocs and minCleanDocs keep the set from shrinking.
+	// minAttackDocs and minCleanDocs keep the set from shrinking (train
+	// and held out).
 	minAttackDocs = 20
 	minCleanDocs  = 200
 )
+
+// Columns of an evalRow: the splits, and splitBoth for train and held out
+// together, the figure the targets apply to.
+const (
+	splitTrain = iota
+	splitHoldout
+	splitBlind
+	splitBoth
+)
+
+// splitIndex is the column of a document's split.
+func splitIndex(split string) int {
+	switch split {
+	case scaneval.Holdout:
+		return splitHoldout
+	case scaneval.Blind:
+		return splitBlind
+	}
+	return splitTrain
+}
 
 // evalRow counts one category's documents and how many were flagged, per
 // split.
 type evalRow struct {
 	attack          bool
-	n, flagged      [2]int // [train, holdout]
+	n, flagged      [3]int // [train, holdout, blind]
 	missed, falsely []string
 }
 
-func (r *evalRow) rate(split int) float64 {
-	var n, f int
-	if split == 2 {
-		n, f = r.n[0]+r.n[1], r.flagged[0]+r.flagged[1]
-	} else {
-		n, f = r.n[split], r.flagged[split]
+// count is the number of documents and of flagged ones in a column.
+func (r *evalRow) count(col int) (n, f int) {
+	if col == splitBoth {
+		return r.n[splitTrain] + r.n[splitHoldout], r.flagged[splitTrain] + r.flagged[splitHoldout]
 	}
+	return r.n[col], r.flagged[col]
+}
+
+func (r *evalRow) rate(col int) float64 {
+	n, f := r.count(col)
 	if n == 0 {
 		return 0
 	}
 	return float64(f) / float64(n)
 }
 
+// cell prints a column's rate, "-" when it has no documents.
+func (r *evalRow) cell(col int) string {
+	if n, _ := r.count(col); n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*r.rate(col))
+}
+
 // TestScanEval runs Scan over the evaluation set and prints recall per
 // attack category and false flags per kind of clean document, on the
-// train split, the held-out split and both. It fails when a category's
-// recall over both splits is under minRecall or a clean kind's false-flag
-// rate is over maxFalseFlags. Print the table with
+// train split, the held-out split, both, and the blind split. It fails
+// when a category's recall over train and held out is under minRecall or
+// a clean kind's false-flag rate there is over maxFalseFlags; the blind
+// column is printed, never checked. Print the table with
 //
 //	go test ./untrusted -run TestScanEval -v
 func TestScanEval(t *testing.T) {
@@ -64,10 +100,7 @@ func TestScanEval(t *testing.T) {
 			rows[key] = r
 			names = append(names, key)
 		}
-		split := 0
-		if d.Split == scaneval.Holdout {
-			split = 1
-		}
+		split := splitIndex(d.Split)
 		rep := untrusted.Scan(d.Text)
 		r.n[split]++
 		if rep.Flagged {
@@ -79,21 +112,22 @@ func TestScanEval(t *testing.T) {
 		case !d.Attack && rep.Flagged:
 			r.falsely = append(r.falsely, fmt.Sprintf("%s [%s] score %.2f %v", d.Name, d.Split, rep.Score, rep.Names()))
 		}
-		if !d.Attack {
+		if !d.Attack && split != splitBlind {
 			clean++
 		}
 	}
 	slices.Sort(names) // attack/... before clean/...
 	var tab strings.Builder
-	fmt.Fprintf(&tab, "\n| category | measure | train n | train | held-out n | held-out | all |\n|---|---|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(&tab, "\n| category | measure | train n | train | held-out n | held-out | train+held-out | blind n | blind (not checked) |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, name := range names {
 		r := rows[name]
 		kind := "recall"
 		if !r.attack {
 			kind = "false flags"
 		}
-		fmt.Fprintf(&tab, "| %s | %s | %d | %.1f%% | %d | %.1f%% | %.1f%% |\n",
-			name, kind, r.n[0], 100*r.rate(0), r.n[1], 100*r.rate(1), 100*r.rate(2))
+		fmt.Fprintf(&tab, "| %s | %s | %d | %s | %d | %s | %s | %d | %s |\n",
+			name, kind, r.n[splitTrain], r.cell(splitTrain), r.n[splitHoldout], r.cell(splitHoldout),
+			r.cell(splitBoth), r.n[splitBlind], r.cell(splitBlind))
 	}
 	t.Log(tab.String())
 	for _, name := range names {
@@ -104,13 +138,14 @@ func TestScanEval(t *testing.T) {
 		for _, m := range r.falsely {
 			t.Logf("false flag: %s", m)
 		}
+		n, _ := r.count(splitBoth)
 		switch {
-		case r.attack && r.n[0]+r.n[1] < minAttackDocs:
-			t.Errorf("%s: %d documents, want at least %d", name, r.n[0]+r.n[1], minAttackDocs)
-		case r.attack && r.rate(2) < minRecall:
-			t.Errorf("%s: recall %.1f%%, want at least %.0f%%", name, 100*r.rate(2), 100*minRecall)
-		case !r.attack && r.rate(2) > maxFalseFlags:
-			t.Errorf("%s: %.1f%% false flags, want at most %.0f%%", name, 100*r.rate(2), 100*maxFalseFlags)
+		case r.attack && n < minAttackDocs:
+			t.Errorf("%s: %d documents, want at least %d", name, n, minAttackDocs)
+		case r.attack && r.rate(splitBoth) < minRecall:
+			t.Errorf("%s: recall %.1f%%, want at least %.0f%%", name, 100*r.rate(splitBoth), 100*minRecall)
+		case !r.attack && r.rate(splitBoth) > maxFalseFlags:
+			t.Errorf("%s: %.1f%% false flags, want at most %.0f%%", name, 100*r.rate(splitBoth), 100*maxFalseFlags)
 		}
 	}
 	if clean < minCleanDocs {

@@ -1,9 +1,10 @@
 // Package scaneval loads the injection scanner's evaluation set
 // (untrusted/testdata/scaneval): hand-written documents, each labelled
 // with its category (an attack category or a kind of clean document) and
-// its split (train or held out), with readable {{op:arg}} expansions for
-// invisible and encoded text. The evaluation test reads it through Load,
-// and so would a trainer, which must read the Train split only.
+// its split (train, held out or blind), with readable {{op:arg}}
+// expansions for invisible and encoded text. The evaluation test reads it
+// through Load, and so would a trainer, which must read the Train split
+// only.
 package scaneval
 
 import (
@@ -20,10 +21,17 @@ import (
 )
 
 // Splits. Every HoldoutEvery-th document of a file, from index
-// HoldoutEvery-1, is held out: about a third of each category.
+// HoldoutEvery-1, is held out: about a third of each category. Files
+// named with BlindPrefix are the blind split, every document of them:
+// written by authors who never saw the scanner's rules, so that it
+// measures how the rules generalise rather than how well they were fitted.
 const (
 	Train   = "train"
 	Holdout = "holdout"
+	Blind   = "blind"
+	// BlindPrefix starts the name of a blind split's file:
+	// blind-attack-encoded.txt is the blind split of category encoded.
+	BlindPrefix = "blind-"
 	// HoldoutEvery spaces the held-out documents in each file.
 	HoldoutEvery = 3
 	// MaxBlobBytes bounds a {{blob:N}} or {{pem:N}} expansion.
@@ -37,12 +45,12 @@ type Doc struct {
 	Name     string `json:"name"`     // file stem and document name: "attack-encoded/b64-email"
 	Category string `json:"category"` // the file stem less its "attack-" or "clean-" prefix
 	Attack   bool   `json:"attack"`   // true: the scanner should flag it
-	Split    string `json:"split"`    // Train or Holdout
+	Split    string `json:"split"`    // Train, Holdout or Blind
 	Text     string `json:"text"`
 }
 
-// Load reads every attack-*.txt and clean-*.txt file in dir, in name
-// order.
+// Load reads every attack-*.txt and clean-*.txt file in dir, and their
+// blind-attack-*.txt and blind-clean-*.txt counterparts, in name order.
 func Load(dir string) ([]Doc, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
 	if err != nil {
@@ -52,13 +60,14 @@ func Load(dir string) ([]Doc, error) {
 	var docs []Doc
 	for _, f := range files {
 		stem := strings.TrimSuffix(filepath.Base(f), ".txt")
+		kind, blind := strings.CutPrefix(stem, BlindPrefix)
 		var attack bool
 		var cat string
 		switch {
-		case strings.HasPrefix(stem, "attack-"):
-			attack, cat = true, strings.TrimPrefix(stem, "attack-")
-		case strings.HasPrefix(stem, "clean-"):
-			cat = strings.TrimPrefix(stem, "clean-")
+		case strings.HasPrefix(kind, "attack-"):
+			attack, cat = true, strings.TrimPrefix(kind, "attack-")
+		case strings.HasPrefix(kind, "clean-"):
+			cat = strings.TrimPrefix(kind, "clean-")
 		default:
 			continue
 		}
@@ -72,7 +81,10 @@ func Load(dir string) ([]Doc, error) {
 		}
 		for i, d := range parsed {
 			d.Category, d.Attack, d.Split = cat, attack, Train
-			if i%HoldoutEvery == HoldoutEvery-1 {
+			switch {
+			case blind:
+				d.Split = Blind
+			case i%HoldoutEvery == HoldoutEvery-1:
 				d.Split = Holdout
 			}
 			docs = append(docs, d)

@@ -61,6 +61,25 @@ func TestLoadSplits(t *testing.T) {
 	if len(docs) != 6 || strings.Join(held, ",") != "attack-x/c,attack-x/f" {
 		t.Fatalf("%d docs, held out %v", len(docs), held)
 	}
+	// A blind file is all blind, whatever the index, and leaves the
+	// train and held-out assignment of the other files as it was.
+	if err := os.WriteFile(filepath.Join(dir, "blind-attack-x.txt"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if docs, err = Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, d := range docs {
+		counts[d.Split]++
+		blind := strings.HasPrefix(d.Name, "blind-attack-x/")
+		if d.Category != "x" || !d.Attack || blind != (d.Split == Blind) {
+			t.Errorf("bad doc %+v", d)
+		}
+	}
+	if counts[Train] != 4 || counts[Holdout] != 2 || counts[Blind] != 6 {
+		t.Fatalf("splits %v, want 4 train, 2 held out, 6 blind", counts)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "clean-y.txt"), []byte("%%% a\nx\n%%% a\ny\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
