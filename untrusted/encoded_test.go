@@ -108,3 +108,19 @@ func TestIBANInPrint(t *testing.T) {
 		t.Errorf("Values = %q, want the IBAN GB82WEST12345698765432 among them", vs)
 	}
 }
+
+// TestDestinations: where a call sends, as the taint judges it: hosts of
+// URLs, addresses, accounts; a name only when there is nothing else.
+func TestDestinations(t *testing.T) {
+	for args, want := range map[string]string{
+		`{"iban":"GB82 WEST 1234 5698 7654 32","payee":"Acme Supplies GmbH","amount":10}`: "GB82WEST12345698765432",
+		`{"to":"Ops-Team ","body":"hi https://x.example/"}`:                               "ops-team",
+		`{"url":"https://Docs.Example.org/a?b=1","path":"/etc/passwd"}`:                   "docs.example.org",
+		`{"recipients":["a@x.example","b@y.example"],"subject":"s"}`:                      "a@x.example b@y.example",
+	} {
+		got, err := untrusted.Destinations(json.RawMessage(args))
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("Destinations(%s) = %q, %v; want %q", args, got, err, want)
+		}
+	}
+}

@@ -446,14 +446,14 @@ func (p *Provenance) untrustedIn(s string) (v, source string, found bool) {
 // addresses, email addresses, account numbers, IBANs and long tokens, as
 // Values reads them; paths are where a call acts in the workspace, not
 // where it sends, and are left out. A destination field in which Values
-// finds nothing is one destination as written, trimmed and in lower
-// case ("ops-team").
+// finds nothing is a name ("ops-team"), trimmed and in lower case: one
+// destination when the call has no other, else the label of one.
 func Destinations(args json.RawMessage) ([]string, error) {
 	fields, err := argFields(args)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out, names []string
 	for _, f := range fields {
 		if !isDestination(f.key) || strings.TrimSpace(f.value) == "" {
 			continue
@@ -461,7 +461,7 @@ func Destinations(args json.RawMessage) ([]string, error) {
 		vs := Values(f.value)
 		if len(vs) == 0 {
 			v := strings.ToLower(strings.TrimSpace(f.value))
-			out = append(out, v[:min(len(v), MaxValueBytes)])
+			names = append(names, v[:min(len(v), MaxValueBytes)])
 			continue
 		}
 		for _, v := range vs {
@@ -475,6 +475,12 @@ func Destinations(args json.RawMessage) ([]string, error) {
 				out = append(out, v)
 			}
 		}
+	}
+	if len(out) == 0 {
+		// Only names: they are where the call sends. Beside an address,
+		// an account or a host, a name (a payee's, a channel's title) is
+		// a label of it.
+		out = names
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
