@@ -240,6 +240,10 @@ func (c *Client) control(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// sameHostKey marks a fetch that follows redirects to its own host only
+// (FetchOptions.SameHost); its value is that host.
+type sameHostKey struct{}
+
 // checkRedirect checks every redirect as a first request is checked.
 func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	if c.opts.MaxRedirects < 0 {
@@ -249,6 +253,9 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 		return &tool.Error{Code: CodeRedirectDenied,
 			Message: fmt.Sprintf("the URL redirected more than %d times (MaxRedirects)", c.opts.MaxRedirects),
 			Hint:    "Fetch the final URL directly, if you know it; do not retry this one"}
+	}
+	if host, ok := req.Context().Value(sameHostKey{}).(string); ok && !strings.EqualFold(req.URL.Hostname(), host) {
+		return http.ErrUseLastResponse // judged, and resolved, by whoever makes the next request
 	}
 	t, addrs, e := c.resolveTarget(req.Context(), req.URL.String())
 	if e != nil {

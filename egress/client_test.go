@@ -604,3 +604,39 @@ func TestDialOrderAndFallback(t *testing.T) {
 		t.Fatalf("got %+v, %v", resp, err)
 	}
 }
+
+// TestSameHostRedirects: with FetchOptions.SameHost a redirect within
+// the host is followed, and one to another host is returned, unvisited
+// and its name unresolved, with its Location.
+func TestSameHostRedirects(t *testing.T) {
+	var otherHits atomic.Int32
+	other := textServer(t, "other", &otherHits)
+	mux := http.NewServeMux()
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	away := fmt.Sprintf("http://other.example:%d/x?d=secret", serverPort(t, other))
+	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, away, http.StatusFound) })
+	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/final", http.StatusMovedPermanently) })
+	mux.HandleFunc("/final", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "arrived")
+	})
+	r := &countingResolver{addr: netip.MustParseAddr("127.0.0.1")}
+	o := allowing(t, s, &Options{Ports: []int{serverPort(t, other)}, Resolver: r})
+	c := newClient(t, o)
+
+	resp, err := c.Fetch(t.Context(), s.URL+"/here", &FetchOptions{SameHost: true})
+	if err != nil || resp.Body != "arrived" {
+		t.Fatalf("a redirect within the host: %+v, %v; want it followed", resp, err)
+	}
+	resp, err = c.Fetch(t.Context(), s.URL+"/away", &FetchOptions{SameHost: true})
+	if err != nil || resp.Status != http.StatusFound || resp.Location != away || otherHits.Load() != 0 || r.queries.Load() != 0 {
+		t.Fatalf("a redirect to another host: %+v, %v, %d hits and %d lookups there; want the 302 and its Location, nothing sent or resolved",
+			resp, err, otherHits.Load(), r.queries.Load())
+	}
+	resp, err = c.Fetch(t.Context(), s.URL+"/away", nil)
+	if err != nil || resp.Body != "other" || otherHits.Load() != 1 {
+		t.Fatalf("without SameHost: %+v, %v; want the redirect followed", resp, err)
+	}
+}
+

@@ -20,12 +20,22 @@ type FetchOptions struct {
 	// MaxBytes caps the decoded body returned; zero, or more than the
 	// client's MaxBodyBytes, means MaxBodyBytes.
 	MaxBytes int64
+	// SameHost follows only redirects to the host the URL names; one to
+	// another host is returned as the response, its Location unvisited
+	// and unresolved, for the caller to judge as a request of its own.
+	// For a session whose destinations a person must vouch for (a
+	// tainted one): an open redirect on a host the user named must not
+	// carry the request on to one they did not.
+	SameHost bool
 }
 
 // Response is a fetched resource, its body as text.
 type Response struct {
-	URL         string `json:"url"` // the final URL, after redirects
-	Status      int    `json:"status"`
+	URL    string `json:"url"` // the final URL, after redirects
+	Status int    `json:"status"`
+	// Location is where a redirect that was not followed points
+	// (FetchOptions.SameHost, NoRedirects).
+	Location    string `json:"location,omitempty"`
 	ContentType string `json:"content_type"`
 	Body        string `json:"body"`
 	Truncated   bool   `json:"truncated"` // the body was longer than the limit and was cut
@@ -52,6 +62,9 @@ func (c *Client) Fetch(ctx context.Context, rawURL string, fo *FetchOptions) (*R
 	defer cancel()
 	cache := &resolved{m: map[string][]netip.Addr{t.Host: addrs}}
 	ctx = context.WithValue(ctx, resolvedKey{}, cache)
+	if fo != nil && fo.SameHost {
+		ctx = context.WithValue(ctx, sameHostKey{}, t.URL.Hostname())
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.URL.String(), nil)
 	if err != nil {
 		return nil, invalidURL("the URL cannot be requested")
@@ -65,7 +78,12 @@ func (c *Client) Fetch(ctx context.Context, rawURL string, fo *FetchOptions) (*R
 	defer resp.Body.Close()
 	out := &Response{URL: resp.Request.URL.String(), Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return out, nil // not followed (NoRedirects): the status and Location say where
+		// Not followed (NoRedirects, SameHost): the status and Location
+		// say where.
+		if loc, err := resp.Location(); err == nil {
+			out.Location = loc.String()
+		}
+		return out, nil
 	}
 	mt, ok := mediaTypeAllowed(out.ContentType, c.opts.ContentTypes)
 	if !ok && resp.ContentLength != 0 {

@@ -53,6 +53,7 @@ func (g *Gate) intent(ctx context.Context, c *call) outcome {
 		c.state = &st
 	}
 	p, marks := sp.read()
+	c.Tainted = marks.Has(store.MarkTainted)
 	ask := func(rule, reason, hint string) outcome {
 		if c.verdict.Action == policy.Allow {
 			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: rule, Reason: reason, Hint: hint}

@@ -203,6 +203,11 @@ type Call struct {
 	// tool to send a remote API as that API's own idempotency key.
 	Retry       bool   `json:"-"`
 	UpstreamKey string `json:"-"`
+	// Tainted is set by the gate when the session has taken in untrusted
+	// content: an executor that would follow a destination it learns
+	// while it runs (a redirect to another host) must hand it back
+	// instead, so that the gate judges it as a call of its own.
+	Tainted bool `json:"-"`
 	// Goal is the user's goal for the session (the agent loop sets it):
 	// a medium- or high-risk call whose arguments carry a sensitive token
 	// the goal never mentions asks first.

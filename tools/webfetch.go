@@ -91,7 +91,10 @@ func runWebFetch(c *egress.Client) tool.Executor {
 		if args.MaxBytes <= 0 || args.MaxBytes > WebFetchMaxBytes {
 			args.MaxBytes = WebFetchDefaultBytes
 		}
-		resp, err := c.Fetch(ctx, args.URL, &egress.FetchOptions{MaxBytes: args.MaxBytes})
+		// In a tainted session a redirect to another host is not
+		// followed: it comes back to the model, whose next call to
+		// that host the gate judges like any other.
+		resp, err := c.Fetch(ctx, args.URL, &egress.FetchOptions{MaxBytes: args.MaxBytes, SameHost: call.Tainted})
 		if err != nil {
 			var te *tool.Error
 			if errors.As(err, &te) {
@@ -116,6 +119,13 @@ func formatFetch(r *egress.Response, maxBytes int64) string {
 		ct = "no content type"
 	}
 	fmt.Fprintf(&b, "[%s: status %d, %s, %s", u, r.Status, ct, plural.Count(len(r.Body), "byte", "bytes"))
+	if r.Location != "" {
+		loc := r.Location
+		if len(loc) > webFetchHeaderMaxBytes {
+			loc = loc[:webFetchHeaderMaxBytes] + "..."
+		}
+		fmt.Fprintf(&b, ", redirects to %s, not followed: fetch it with a call of its own if it is wanted", loc)
+	}
 	if r.Truncated {
 		fmt.Fprintf(&b, ", truncated at %d bytes: ask for a larger max_bytes (at most %d) to see more", maxBytes, WebFetchMaxBytes)
 	}

@@ -187,3 +187,35 @@ func TestWebFetchSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWebFetchTaintedRedirect: in a session that took in untrusted
+// content (Call.Tainted) a redirect to another host comes back, with
+// where it points, and nothing is sent there; otherwise it is followed.
+func TestWebFetchTaintedRedirect(t *testing.T) {
+	var otherHits atomic.Int32
+	other, otherPort := fetchServer(t, &otherHits)
+	target := strings.Replace(other.URL, "127.0.0.1", "other.example", 1) + "/leak?d=secret"
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target, http.StatusFound)
+	}))
+	t.Cleanup(s.Close)
+	u, _ := url.Parse(s.URL)
+	port, _ := strconv.Atoi(u.Port())
+	tl := WebFetch(egressClient(t, &egress.Options{Ports: []int{port, otherPort},
+		AllowAddrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Resolver:   egress.Pins{"other.example": {netip.MustParseAddr("127.0.0.1")}}.Resolver(nil)}))
+	run := func(tainted bool) tool.Result {
+		res, err := tl.Run(context.Background(), &tool.Call{Tool: tl.Name, Args: json.RawMessage(`{"url":"` + s.URL + `/go"}`), Tainted: tainted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run(true)
+	if res.Error != nil || !strings.Contains(res.Content, "status 302") || !strings.Contains(res.Content, "redirects to "+target+", not followed") || otherHits.Load() != 0 {
+		t.Fatalf("tainted: %q %+v, %d hits on the other host; want the redirect handed back, nothing sent", res.Content, res.Error, otherHits.Load())
+	}
+	if res := run(false); res.Error != nil || !strings.Contains(res.Content, "status 200") || otherHits.Load() != 1 {
+		t.Fatalf("not tainted: %q %+v; want the redirect followed", res.Content, res.Error)
+	}
+}
