@@ -616,7 +616,9 @@ func TestSameHostRedirects(t *testing.T) {
 	t.Cleanup(s.Close)
 	away := fmt.Sprintf("http://other.example:%d/x?d=secret", serverPort(t, other))
 	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, away, http.StatusFound) })
-	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/final", http.StatusMovedPermanently) })
+	mux.HandleFunc("/here", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/final", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("/final", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "arrived")
@@ -639,4 +641,3 @@ func TestSameHostRedirects(t *testing.T) {
 		t.Fatalf("without SameHost: %+v, %v; want the redirect followed", resp, err)
 	}
 }
-
