@@ -25,19 +25,19 @@ func newRedactor(t testing.TB, opts *redact.Options) *redact.Redactor {
 }
 
 // checkCase reports what the redactor got wrong on one labelled case:
-// a marked span not masked with the case's kind, or a finding outside the
-// marked spans.
+// a marked span not masked with its kind, or a finding outside the marked
+// spans.
 func checkCase(c redacttest.Case, fs []redact.Finding) []string {
 	var bad []string
-	for _, sp := range c.Spans {
+	for i, sp := range c.Spans {
 		ok := false
 		for _, f := range fs {
-			if f.Start <= sp[0] && f.End >= sp[1] && f.Kind == c.Kind {
+			if f.Start <= sp[0] && f.End >= sp[1] && f.Kind == c.SpanKinds[i] {
 				ok = true
 			}
 		}
 		if !ok {
-			bad = append(bad, fmt.Sprintf("span %q not masked as %s (findings %v)", c.Text[sp[0]:sp[1]], c.Kind, fs))
+			bad = append(bad, fmt.Sprintf("span %q not masked as %s (findings %v)", c.Text[sp[0]:sp[1]], c.SpanKinds[i], fs))
 		}
 	}
 	for _, f := range fs {

@@ -6,10 +6,11 @@ import (
 	"strings"
 )
 
-// Planted is a secret placed in a generated corpus: the kind of its case
-// and its byte span.
+// Planted is a secret placed in a generated corpus: its kind, the category
+// of its case, and its byte span.
 type Planted struct {
 	Kind       string
+	Category   string
 	Start, End int
 }
 
@@ -50,8 +51,7 @@ var filler = []string{
 func Corpus(size int, seed uint64, secretEvery int) ([]byte, []Planted, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	var pos, neg []string
-	var posKind []string
-	var posSpans [][][2]int
+	var posCases []Case
 	// Many expansions of the set, so tokens differ across the corpus.
 	for round := uint64(0); round < 8; round++ {
 		cases, err := Cases(seed*31 + round)
@@ -63,8 +63,7 @@ func Corpus(size int, seed uint64, secretEvery int) ([]byte, []Planted, error) {
 				neg = append(neg, c.Text)
 			} else {
 				pos = append(pos, c.Text)
-				posKind = append(posKind, c.Kind)
-				posSpans = append(posSpans, c.Spans)
+				posCases = append(posCases, c)
 			}
 		}
 	}
@@ -80,8 +79,9 @@ func Corpus(size int, seed uint64, secretEvery int) ([]byte, []Planted, error) {
 			i := rng.IntN(len(pos))
 			off := b.Len()
 			b.WriteString(pos[i])
-			for _, sp := range posSpans[i] {
-				planted = append(planted, Planted{Kind: posKind[i], Start: off + sp[0], End: off + sp[1]})
+			c := posCases[i]
+			for j, sp := range c.Spans {
+				planted = append(planted, Planted{Kind: c.SpanKinds[j], Category: c.Category, Start: off + sp[0], End: off + sp[1]})
 			}
 		case n == 1:
 			b.WriteString(neg[rng.IntN(len(neg))])

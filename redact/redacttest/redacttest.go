@@ -7,7 +7,13 @@
 // ⟦N|alphabet⟧ becomes N characters of the alphabet, where the alphabet is
 // one of A (letters and digits), a (lower case and digits), h (lower-case
 // hex), U (upper case and digits 2-7), d (digits), b (letters, digits, - _)
-// and s (letters, digits, + /) and B (bech32 upper case). «...» marks a span that must be masked.
+// and s (letters, digits, + /) and B (bech32 upper case). «...» marks a span that must be masked,
+// with the record's kind or, written «{kind}...», with that kind: a prose
+// line may hold an AWS access key id beside the secret key it labels.
+//
+// A record's name may start with a category and a slash ("cli/curl-user"):
+// the comparison in bench reports recall per category as well as per kind.
+// A name without one is in the category of its kind.
 package redacttest
 
 import (
@@ -22,12 +28,15 @@ import (
 var labelled string
 
 // Case is one labelled text: a kind ("none" for a hard negative), a name,
-// the expanded text, and the spans of it that must be masked.
+// its category, the expanded text, and the spans of it that must be masked
+// with the kind of each.
 type Case struct {
-	Kind  string
-	Name  string
-	Text  string
-	Spans [][2]int
+	Kind      string
+	Name      string
+	Category  string
+	Text      string
+	Spans     [][2]int
+	SpanKinds []string // the kind each span must be masked with, parallel to Spans
 }
 
 var alphabets = map[byte]string{
@@ -58,11 +67,16 @@ func Parse(src string, seed uint64) ([]Case, error) {
 		if cur == nil {
 			return nil
 		}
-		text, spans, err := expand(strings.Join(body, "\n"), rng)
+		text, spans, kinds, err := expand(strings.Join(body, "\n"), rng)
 		if err != nil {
 			return fmt.Errorf("case %s: %w", cur.Name, err)
 		}
-		cur.Text, cur.Spans = text, spans
+		cur.Text, cur.Spans, cur.SpanKinds = text, spans, kinds
+		for i, k := range kinds {
+			if k == "" {
+				kinds[i] = cur.Kind
+			}
+		}
 		if cur.Kind == "none" && len(spans) > 0 {
 			return fmt.Errorf("case %s: a negative case marks spans", cur.Name)
 		}
@@ -81,7 +95,11 @@ func Parse(src string, seed uint64) ([]Case, error) {
 			if name == "" {
 				name = kind + "#" + strconv.Itoa(i+1)
 			}
-			cur, body = &Case{Kind: kind, Name: name}, nil
+			cat, _, ok := strings.Cut(name, "/")
+			if !ok {
+				cat = kind
+			}
+			cur, body = &Case{Kind: kind, Name: name, Category: cat}, nil
 			continue
 		}
 		if cur == nil {
@@ -95,30 +113,40 @@ func Parse(src string, seed uint64) ([]Case, error) {
 	return cases, nil
 }
 
-// expand replaces templates and removes span marks.
-func expand(s string, rng *rand.Rand) (string, [][2]int, error) {
+// expand replaces templates and removes span marks; a span's kind is ""
+// unless the span names one.
+func expand(s string, rng *rand.Rand) (string, [][2]int, []string, error) {
 	var b strings.Builder
 	var spans [][2]int
-	open := -1
+	var kinds []string
+	open, kind := -1, ""
 	for len(s) > 0 {
 		switch {
 		case strings.HasPrefix(s, "«"):
 			if open >= 0 {
-				return "", nil, fmt.Errorf("nested «")
+				return "", nil, nil, fmt.Errorf("nested «")
 			}
-			open = b.Len()
+			open, kind = b.Len(), ""
 			s = s[len("«"):]
+			if rest, ok := strings.CutPrefix(s, "{"); ok {
+				k, after, ok := strings.Cut(rest, "}")
+				if !ok || k == "" || strings.ContainsAny(k, " «»") {
+					return "", nil, nil, fmt.Errorf("bad span kind after «")
+				}
+				kind, s = k, after
+			}
 		case strings.HasPrefix(s, "»"):
 			if open < 0 {
-				return "", nil, fmt.Errorf("» without «")
+				return "", nil, nil, fmt.Errorf("» without «")
 			}
 			spans = append(spans, [2]int{open, b.Len()})
+			kinds = append(kinds, kind)
 			open = -1
 			s = s[len("»"):]
 		case strings.HasPrefix(s, "⟦"):
 			end := strings.Index(s, "⟧")
 			if end < 0 {
-				return "", nil, fmt.Errorf("⟦ without ⟧")
+				return "", nil, nil, fmt.Errorf("⟦ without ⟧")
 			}
 			spec := s[len("⟦"):end]
 			ns, alpha, ok := strings.Cut(spec, "|")
@@ -128,7 +156,7 @@ func expand(s string, rng *rand.Rand) (string, [][2]int, error) {
 				chars = alphabets[alpha[0]]
 			}
 			if !ok || err != nil || n < 0 || chars == "" {
-				return "", nil, fmt.Errorf("bad template ⟦%s⟧", spec)
+				return "", nil, nil, fmt.Errorf("bad template ⟦%s⟧", spec)
 			}
 			b.WriteString(Random(rng, n, chars))
 			s = s[end+len("⟧"):]
@@ -138,9 +166,9 @@ func expand(s string, rng *rand.Rand) (string, [][2]int, error) {
 		}
 	}
 	if open >= 0 {
-		return "", nil, fmt.Errorf("« without »")
+		return "", nil, nil, fmt.Errorf("« without »")
 	}
-	return b.String(), spans, nil
+	return b.String(), spans, kinds, nil
 }
 
 // Random returns n characters drawn from chars.

@@ -10,14 +10,23 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 2 || cs[0].Name != "env" || cs[1].Name != "none#4" || cs[1].Text != "plain" {
+	if len(cs) != 2 || cs[0].Name != "env" || cs[0].Category != "github-token" || cs[1].Name != "none#4" || cs[1].Text != "plain" {
 		t.Fatalf("got %+v", cs)
 	}
 	c := cs[0]
 	if len(c.Spans) != 1 || c.Text[:2] != "T=" || c.Text[c.Spans[0][0]:c.Spans[0][1]] != c.Text[2:] || len(c.Text) != 2+4+4 {
 		t.Fatalf("got %+v", c)
 	}
+	cs, err = Parse("=== password cli/x\nk «{aws-access-key-id}AKIA» s «pw»", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cs[0]; c.Category != "cli" || c.Name != "cli/x" || c.Text != "k AKIA s pw" || len(c.SpanKinds) != 2 ||
+		c.SpanKinds[0] != "aws-access-key-id" || c.SpanKinds[1] != "password" || c.Text[c.Spans[0][0]:c.Spans[0][1]] != "AKIA" {
+		t.Fatalf("got %+v", c)
+	}
 	for _, bad := range []string{
+		"=== k\n«{}a»", "=== k\n«{a b}c»", "=== k\n«{kind",
 		"=== k\n«a«b»»", "=== k\na»", "=== k\n«a", "=== k\n⟦4|h", "=== k\n⟦x|h⟧", "=== k\n⟦4|?⟧", "=== k\n⟦4|⟧", "=== k\n⟦4⟧", "=== k\n⟦-1|h⟧",
 		"=== none\n«a»", "=== k\nno span",
 	} {
