@@ -44,20 +44,30 @@ func (rd *Redactor) find(text []byte) []finding {
 				if s, e, ok := matchEmail(text, h.start); ok {
 					add(r, s, e)
 				}
+			case r.check == "aws-pair":
+				matchAWSPair(text, h.start, func(s, e int) { add(r, s, e) })
+			case r.check == "cli":
+				n := len(rd.pre.words[h.word])
+				ws, we := lineWindow(text, h.start, n, r.back)
+				r.matchCLI(text, h.start, n, ws, we, func(s, e int) { add(r, s, e) })
 			case r.line:
-				ws, we := lineWindow(text, h.start, len(rd.pre.words[h.word]), r.back)
-				if r.check == "assignment" {
-					var ok bool
-					if ws, we, ok = assignmentWindow(text, h.start, len(rd.pre.words[h.word]), ws, we, r.flag); !ok {
-						continue
-					}
+				n := len(rd.pre.words[h.word])
+				ws, we := lineWindow(text, h.start, n, r.back)
+				ok := true
+				switch r.check {
+				case "assignment":
+					ws, we, ok = assignmentWindow(text, h.start, n, ws, we, r.flag)
+				case "element":
+					ws, ok = elementWindow(text, h.start, n, ws, we)
+				case "attribute":
+					ws, ok = attributeWindow(text, h.start, n, ws, we)
 				}
-				if lastWindow[ri] == (span{ws, we}) {
-					continue // the same line, already searched for this rule
+				if !ok || lastWindow[ri] == (span{ws, we}) {
+					continue // no assignment here, or the same line already searched for this rule
 				}
 				lastWindow[ri] = span{ws, we}
 				matches := r.re.FindAllSubmatchIndex(text[ws:we], -1)
-				if r.check == "assignment" {
+				if r.anchored {
 					matches = matches[:min(1, len(matches))] // anchored: one match
 				}
 				for _, m := range matches {
@@ -66,6 +76,11 @@ func (rd *Redactor) find(text []byte) []finding {
 						continue
 					}
 					s, e = s+ws, e+ws
+					if r.keyGroup > 0 && m[2*r.keyGroup] >= 0 {
+						if s, e, ok = unwrapValue(text, s, e, m[2*r.keyGroup]+ws); !ok {
+							continue
+						}
+					}
 					if r.verify(text, s, e, m, ws) {
 						add(r, s, e)
 					}
@@ -159,6 +174,32 @@ func lineWindow(text []byte, at, n, back int) (int, int) {
 	return lo, hi
 }
 
+// nameBounds returns the bounds of the name around the keyword at
+// text[at:at+n], within [ws, we), where in reports the bytes a name holds.
+func nameBounds(text []byte, at, n, ws, we int, in func(byte) bool) (int, int) {
+	ks := at
+	for ks > ws && in(text[ks-1]) {
+		ks--
+	}
+	ke := at + n
+	for ke < we && in(text[ke]) {
+		ke++
+	}
+	return ks, ke
+}
+
+// goTyped reports whether text starts with a Go type and an '=', as after
+// the name in "var apiKey string = ...".
+func goTyped(text []byte) bool {
+	for _, t := range []string{"string", "[]byte"} {
+		if rest, ok := bytes.CutPrefix(text, []byte(t)); ok {
+			rest = bytes.TrimLeft(rest, " \t")
+			return len(rest) > 0 && rest[0] == '='
+		}
+	}
+	return false
+}
+
 func isNameByte(b byte) bool { return isAlnum(b) || b == '_' || b == '.' || b == '-' }
 
 // assignmentWindow narrows a line window to the name holding the keyword
@@ -167,17 +208,13 @@ func isNameByte(b byte) bool { return isAlnum(b) || b == '_' || b == '.' || b ==
 // starts with '-' followed by a space. Most keyword hits in prose and code
 // ("the token budget") stop here, before any regular expression runs.
 func assignmentWindow(text []byte, at, n, ws, we int, flag bool) (int, int, bool) {
-	ks := at
-	for ks > ws && isNameByte(text[ks-1]) {
-		ks--
-	}
-	ke := at + n
-	for ke < we && isNameByte(text[ke]) {
-		ke++
-	}
+	ks, ke := nameBounds(text, at, n, ws, we, isNameByte)
 	i := ke
 	if i < we && (text[i] == '"' || text[i] == '\'') {
 		i++
+		if i < we && text[i] == ']' {
+			i++ // os.environ["API_TOKEN"] = ...
+		}
 	}
 	for i < we && (text[i] == ' ' || text[i] == '\t') {
 		i++
@@ -186,7 +223,7 @@ func assignmentWindow(text []byte, at, n, ws, we int, flag bool) (int, int, bool
 		if text[ks] != '-' || i == ke || i >= we {
 			return 0, 0, false
 		}
-	} else if i >= we || text[i] != '=' && text[i] != ':' {
+	} else if i >= we || text[i] != '=' && text[i] != ':' && !goTyped(text[i:we]) {
 		return 0, 0, false
 	}
 	return max(ws, ks-1), we, true
@@ -209,7 +246,7 @@ func (r *rule) verify(text []byte, s, e int, m []int, base int) bool {
 		return validJWT(v)
 	case "basic":
 		return validBasic(v)
-	case "assignment":
+	case "assignment", "element", "attribute":
 		key := ""
 		if k := r.keyGroup; k > 0 && m[2*k] >= 0 {
 			key = string(text[m[2*k]+base : m[2*k+1]+base])
@@ -309,6 +346,13 @@ func isPlaceholder(v []byte) bool {
 	return false
 }
 
+// codeWords are values that read as the start of an expression, not as a
+// secret: "for _, dbPass := range passes".
+var codeWords = map[string]bool{
+	"range": true, "new": true, "await": true, "lambda": true, "function": true, "func": true,
+	"yield": true, "typeof": true, "require": true, "import": true, "not": true, "self": true, "this": true,
+}
+
 // notSecretKeys are parts of assignment names whose values are not secrets
 // although the name says token or key: counts, names, types, public halves.
 var notSecretKeys = []string{
@@ -317,13 +361,15 @@ var notSecretKeys = []string{
 	"_size", "_ttl", "_expir", "_at", "_endpoint", "_header", "_field", "_prefix", "_format",
 	"_version", "_ref", "_limit", "max_", "min_", "num_", "_env", "tokeniz", "_label", "keyring",
 	"_algorithm", "_alg", "_arn", "_policy", "_mode", "_kind", "_usage", "_length", "_bytes", "_index",
+	"_hint", "_placeholder", "_required", "_regex", "_pattern", "_reset", "_prompt", "_strength", "_rules",
+	"_message", "_error", "_validat",
 }
 
 // validAssignment gates a value assigned to a secret-looking name: not a
 // reference, an expression, a path or a word in code, and for the generic
 // kind, something with a digit or long enough to be random.
 func validAssignment(kind, key string, v, after []byte) bool {
-	k := strings.ToLower(key)
+	k := snakeCase(key)
 	for _, p := range notSecretKeys {
 		if strings.Contains(k, p) {
 			return false
@@ -338,8 +384,19 @@ func validAssignment(kind, key string, v, after []byte) bool {
 			return false
 		}
 	}
-	if bytes.ContainsAny(v, "()[]{}<>") || len(after) > 0 && after[0] == '(' {
+	if bytes.ContainsAny(v, "()[]{}<>") || len(after) > 0 && after[0] == '(' || codeWords[string(v)] {
 		return false // an expression or a call
+	}
+	if kind != "password" && (bytes.IndexByte(v, '*') >= 0 || bytes.IndexByte(v, '/') >= 0 && bytes.IndexByte(v, '.') >= 0) {
+		return false // arithmetic or a path: tokens = 2*n, per_key = 1.0/max_id; tokens have no '*', nor '/' with '.'
+	}
+	if len(after) > 0 && (after[0] == ' ' || after[0] == '\t') && identLike(v) {
+		// A word followed by more words or an operator is prose or an
+		// expression: "pwd: expected bytes", "userid = passwd = acct = ''".
+		rest := bytes.TrimLeft(after, " \t")
+		if len(rest) > 0 && (isAlnum(rest[0]) || bytes.IndexByte([]byte("=+-*/%|&?<>."), rest[0]) >= 0) {
+			return false
+		}
 	}
 	if strings.HasPrefix(string(v), "os.") || strings.HasPrefix(string(v), "process.") || strings.HasPrefix(string(v), "env.") {
 		return false
@@ -379,6 +436,34 @@ func validAssignment(kind, key string, v, after []byte) bool {
 	}
 	if digits == 0 && (len(v) < 24 || entropy(v) < 4) {
 		return false // words and identifiers rather than random text
+	}
+	return true
+}
+
+// snakeCase lower-cases a name and puts '_' where camel case starts a
+// word, so that notSecretKeys reads passwordField as password_field.
+func snakeCase(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'A' && c <= 'Z' {
+			if i > 0 && (name[i-1] >= 'a' && name[i-1] <= 'z' || isDigit(name[i-1])) {
+				b.WriteByte('_')
+			}
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// identLike reports whether v is letters and underscores only: a word or
+// a name in code.
+func identLike(v []byte) bool {
+	for _, b := range v {
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_') {
+			return false
+		}
 	}
 	return true
 }
@@ -506,8 +591,10 @@ var fileExtensions = map[string]bool{
 }
 
 // matchEmail finds an address around '@'. Documentation domains
-// (example.com, .test, .invalid, localhost) and git@host logins are not
-// personal data.
+// (example.com, .test, .invalid, localhost), git@host logins and Google
+// service accounts (name@project.iam.gserviceaccount.com: a machine's
+// identity, which its credential file names beside the key that is masked)
+// are not personal data.
 func matchEmail(text []byte, at int) (int, int, bool) {
 	s := at
 	for s > 0 && at-s <= 64 && (isAlnum(text[s-1]) || bytes.IndexByte([]byte("._%+-"), text[s-1]) >= 0) {
@@ -543,7 +630,8 @@ func matchEmail(text []byte, at int) (int, int, bool) {
 	switch {
 	case tld == "test", tld == "invalid", tld == "example", tld == "localhost", tld == "local",
 		domain == "example.com", domain == "example.org", domain == "example.net",
-		strings.HasSuffix(domain, ".example.com"), string(text[s:at]) == "git":
+		strings.HasSuffix(domain, ".example.com"), string(text[s:at]) == "git",
+		strings.HasSuffix(domain, ".gserviceaccount.com"):
 		return 0, 0, false
 	}
 	return s, e, true

@@ -148,8 +148,13 @@ func isSSN(s, d []byte) bool {
 	return area != "000" && area != "666" && d[0] != '9' && string(d[3:5]) != "00" && string(d[5:]) != "0000"
 }
 
+// maxBareCardDigits is the longest card number read without separators:
+// 17 to 19 digits in one run are far more often 64-bit integers (tables of
+// constants, ids) than the rare long card, which is printed grouped.
+const maxBareCardDigits = 16
+
 func isCard(d, seps []byte, groups []int) bool {
-	if len(d) < 13 || len(d) > 19 {
+	if len(d) < 13 || len(d) > 19 || len(seps) == 0 && len(d) > maxBareCardDigits {
 		return false
 	}
 	for _, c := range seps {

@@ -4,12 +4,18 @@
 //
 // What it finds: provider tokens (GitHub, GitLab, Slack, Stripe, OpenAI,
 // Anthropic, AWS, Google, npm, PyPI, Twilio, SendGrid and more), private
-// keys (PEM, OpenSSH, PGP, also JSON-escaped), JWTs, Bearer and Basic
-// credentials, passwords in URLs and connection strings, password and
-// *_SECRET / *_TOKEN / *_KEY assignments (gated by entropy), and the
-// personal-data classes email, phone, card-number (Luhn) and ssn, each of
-// which Options.Disable can switch off. Placeholders, UUIDs, git SHAs,
-// lockfile and image hashes, public keys and certificates are left alone.
+// keys (PEM, OpenSSH, PGP, also JSON-escaped) and service-account key ids,
+// JWTs, Bearer and Basic credentials, passwords in URLs, JDBC, ODBC and
+// ADO.NET connection strings, password and *_SECRET / *_TOKEN / *_KEY
+// assignments in .env, YAML, JSON, XML and Python, JS/TS, Ruby and Go code
+// (gated by entropy and by what the name and value look like), passwords
+// on the command lines of tools known to take them (curl -u, mysql -p,
+// sshpass -p, ...), an AWS secret key next to its key id even with no
+// label, and the personal-data classes email, phone, card-number (Luhn)
+// and ssn, each of which Options.Disable can switch off. Placeholders
+// ("<your-token>", "changeme", ${VAR}), references (os.environ["X"]),
+// expressions (input()), UUIDs, git SHAs, lockfile and image hashes, public
+// keys and certificates are left alone: none of them can leak a secret.
 //
 // The rules live in rules.yaml, embedded and compiled once by New. One pass
 // of a keyword automaton (Aho-Corasick) finds where any rule may apply; each
@@ -124,12 +130,18 @@ type Redactor struct {
 // New compiles the shipped rules with the options. It fails only on bad
 // options; the error is an *Error.
 func New(opts *Options) (*Redactor, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
 	rules, err := shippedRules()
 	if err != nil {
 		return nil, err
+	}
+	return build(rules, opts, nil)
+}
+
+// build makes a Redactor of the rules that use allows (nil: all of them);
+// tests use it to try one rule alone.
+func build(rules []*rule, opts *Options, use func(*rule) bool) (*Redactor, error) {
+	if opts == nil {
+		opts = &Options{}
 	}
 	known := map[string]bool{"pii": true}
 	for _, r := range rules {
@@ -165,7 +177,7 @@ func New(opts *Options) (*Redactor, error) {
 	var words []string
 	index := map[string]int{}
 	for _, r := range rules {
-		if off[r.kind] || (r.class != "" && off[r.class]) {
+		if off[r.kind] || (r.class != "" && off[r.class]) || use != nil && !use(r) {
 			continue
 		}
 		switch {

@@ -18,6 +18,7 @@ var rulesYAML []byte
 
 // ruleSpec is one rule as written in rules.yaml.
 type ruleSpec struct {
+	Name     string   `yaml:"name"`
 	Kind     string   `yaml:"kind"`
 	Keywords []string `yaml:"keywords"`
 	Anchor   string   `yaml:"anchor"`
@@ -29,10 +30,12 @@ type ruleSpec struct {
 	Class    string   `yaml:"class"`
 	Back     int      `yaml:"back"`
 	Open     string   `yaml:"open"`
+	Flags    []string `yaml:"flags"`
 }
 
 // rule is a compiled ruleSpec.
 type rule struct {
+	name     string
 	kind     string
 	keywords []string
 	line     bool // anchor: line
@@ -45,16 +48,20 @@ type rule struct {
 	class    string
 	back     int  // line rules: bytes before the keyword searched
 	flag     bool // an assignment rule for "--name value" rather than "name = value"
+	anchored bool // the pattern matches only where its window starts
 	// open matches, from the keyword to the end of the text read so far,
 	// every beginning of a match that runs past a line end: while it
 	// does, Stream holds the text back from the keyword (see Stream).
 	open *regexp.Regexp
+	// flags are a check: cli rule's parsed flag templates.
+	flags []flagTemplate
 }
 
 // checks are the Go verifiers a rule may name.
 var checks = map[string]bool{
 	"": true, "pem": true, "url": true, "email": true, "jwt": true,
 	"basic": true, "mixed": true, "numeric": true, "assignment": true,
+	"element": true, "attribute": true, "cli": true, "aws-pair": true,
 }
 
 // parseRules reads and compiles a rule file. The shipped file is compiled by
@@ -67,8 +74,13 @@ func parseRules(src []byte) ([]ruleSpec, []*rule, error) {
 		return nil, nil, errorf(CodeInvalidRule, "Fix the YAML syntax of the rule file", "the rule file is not valid YAML: %v", err)
 	}
 	var rules []*rule
+	names := map[string]bool{}
 	for i, s := range file.Rules {
-		where := fmt.Sprintf("rule %d (%s)", i+1, s.Kind)
+		where := fmt.Sprintf("rule %d (%s)", i+1, s.Name)
+		if !kindPattern.MatchString(s.Name) || names[s.Name] {
+			return nil, nil, errorf(CodeInvalidRule, "Give each rule its own name in lower-case-with-dashes", "%s: name %q is missing, repeated or not lower-case-with-dashes", where, s.Name)
+		}
+		names[s.Name] = true
 		if !kindPattern.MatchString(s.Kind) {
 			return nil, nil, errorf(CodeInvalidRule, "Name each rule's kind in lower-case-with-dashes", "%s: kind %q is not lower-case-with-dashes", where, s.Kind)
 		}
@@ -89,17 +101,31 @@ func parseRules(src []byte) ([]ruleSpec, []*rule, error) {
 				return nil, nil, errorf(CodeInvalidRule, "Use keywords of 1 to MaxContextBytes bytes", "%s: keyword %q is empty or too long", where, k)
 			}
 		}
-		r := &rule{kind: s.Kind, keywords: s.Keywords, line: s.Anchor == "line", check: s.Check, entropy: s.Entropy, priority: s.Priority, class: s.Class, back: s.Back}
+		if (len(s.Flags) > 0) != (s.Check == "cli") {
+			return nil, nil, errorf(CodeInvalidRule, "Give flags to check: cli rules, and only to them", "%s: flags and check %q do not go together", where, s.Check)
+		}
+		if (s.Check == "element" || s.Check == "attribute") && (s.Anchor != "line" || s.Pattern == "") {
+			return nil, nil, errorf(CodeInvalidRule, "Give a check: element or attribute rule anchor: line and a pattern", "%s: check %s needs anchor: line and a pattern", where, s.Check)
+		}
+		r := &rule{name: s.Name, kind: s.Kind, keywords: s.Keywords, line: s.Anchor == "line" || s.Check == "cli", check: s.Check, entropy: s.Entropy, priority: s.Priority, class: s.Class, back: s.Back}
+		for _, f := range s.Flags {
+			ft, err := parseFlagTemplate(f)
+			if err != nil {
+				return nil, nil, errorf(CodeInvalidRule, "Write a flag as \"-p VALUE\", \"-pVALUE\", \"--password=VALUE\" or \"-u USER:VALUE\"", "%s: flag %q: %v", where, f, err)
+			}
+			r.flags = append(r.flags, ft)
+		}
 		if r.back <= 0 || r.back > MaxContextBytes {
 			r.back = MaxContextBytes
 		}
 		r.flag = strings.Contains(s.Pattern, "--?")
 		if s.Pattern != "" {
 			src := s.Pattern
-			if !r.line || r.check == "assignment" {
+			if !r.line || r.check == "assignment" || r.check == "element" || r.check == "attribute" {
 				// Matched where the keyword (or the name holding it)
 				// starts, never searched for along the line.
 				src = `^(?:` + src + `)`
+				r.anchored = true
 			}
 			re, err := regexp.Compile(src)
 			if err != nil {
