@@ -1,8 +1,11 @@
 // Command redactbench compares airlock's redact package with gitleaks v8's
-// detector on the same generated corpus: throughput in MB/s and recall per
-// kind over the secrets planted in it. Run it from the bench directory:
+// detector on the same generated corpus: throughput in MB/s, and recall per
+// kind and per category over the secrets planted in it. Given -clean, it
+// also counts what each engine finds in real code and documentation, where
+// every finding is a false positive. Run it from the bench directory:
 //
-//	go run ./redactbench [-size 50] [-seed 1] [-every 50] [-rounds 3] [-gitleaks-rounds 1] [-chunk 1]
+//	go run ./redactbench [-size 50] [-seed 1] [-every 50] [-rounds 3] [-gitleaks-rounds 1] [-chunk 1] \
+//	    [-clean "$(go env GOROOT)/src,$(go env GOROOT)/doc"] [-clean-size 20] [-show-clean] [-gitleaks=false]
 //
 // The corpus (code, prose, logs, the labelled set's hard negatives, and one
 // labelled positive in about every -every lines) is generated from -seed by
@@ -15,6 +18,13 @@
 // time of each are reported (CPU time is the steadier figure on a shared
 // machine). A secret counts as found by gitleaks when one of its
 // findings' Secret or Match contains the planted value or lies inside it.
+//
+// The clean corpus is made of the files under the -clean roots (source and
+// documentation by extension; test files and testdata, vendor and
+// node_modules directories left out, since they hold deliberate fake
+// secrets), in an order shuffled by -seed, up to -clean-size MB. Both
+// engines run on it in the same chunks; -show-clean prints each finding's
+// line so that a person can judge it.
 package main
 
 import (
@@ -30,11 +40,12 @@ import (
 	"syscall"
 	"time"
 
-	"airlock.dev/airlock/redact"
-	"airlock.dev/airlock/redact/redacttest"
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
+
+	"airlock.dev/airlock/redact"
+	"airlock.dev/airlock/redact/redacttest"
 )
 
 func main() {
@@ -44,6 +55,10 @@ func main() {
 	rounds := flag.Int("rounds", 3, "timed rounds of airlock; the median is reported")
 	glRounds := flag.Int("gitleaks-rounds", 1, "timed rounds of gitleaks (slow: about a second per MB)")
 	chunkMiB := flag.Int("chunk", 1, "chunk size in MiB handed to each engine")
+	clean := flag.String("clean", "", "comma-separated `roots` of real code and docs for the false-positive count")
+	cleanSize := flag.Int("clean-size", 20, "clean corpus size in MB (10^6 bytes)")
+	showClean := flag.Bool("show-clean", false, "print every finding in the clean corpus with its line")
+	withGitleaks := flag.Bool("gitleaks", true, "run gitleaks too (false: airlock alone, for quick runs)")
 	flag.Parse()
 	if *size < 1 || *rounds < 1 || *glRounds < 1 || *chunkMiB < 1 || *every < 2 {
 		fatal(fmt.Errorf("-size, -rounds and -chunk must be at least 1, -every at least 2"))
@@ -80,16 +95,21 @@ func main() {
 		}
 	})
 	var glFound [][]string
-	glTime := timeRounds(*glRounds, func() {
-		glFound = glFound[:0]
-		for _, c := range chunks {
-			var vals []string
-			for _, f := range gl.DetectBytes(c.text) {
-				vals = append(vals, f.Secret, f.Match)
+	glTime := timing{}
+	if *withGitleaks {
+		glTime = timeRounds(*glRounds, func() {
+			glFound = glFound[:0]
+			for _, c := range chunks {
+				var vals []string
+				for _, f := range gl.DetectBytes(c.text) {
+					vals = append(vals, f.Secret, f.Match)
+				}
+				glFound = append(glFound, vals)
 			}
-			glFound = append(glFound, vals)
-		}
-	})
+		})
+	} else {
+		glFound = make([][]string, len(chunks))
+	}
 
 	mb := float64(len(text)) / 1e6
 	fmt.Printf("\n%-28s %10s %10s %10s %12s\n", "engine", "wall s", "MB/s", "CPU s", "MB/CPU-s")
@@ -97,49 +117,83 @@ func main() {
 		name string
 		t    timing
 	}{{"airlock redact (Find)", airTime}, {"airlock redact (Stream)", streamTime}, {"gitleaks v8 (DetectBytes)", glTime}} {
+		if e.t.wall == 0 {
+			continue
+		}
 		fmt.Printf("%-28s %10.3f %10.1f %10.3f %12.1f\n", e.name, e.t.wall.Seconds(), mb/e.t.wall.Seconds(), e.t.cpu.Seconds(), mb/e.t.cpu.Seconds())
 	}
-	fmt.Printf("speed-up (Find / gitleaks): %.1fx wall, %.1fx CPU\n", glTime.Seconds()/airTime.Seconds(), glTime.cpu.Seconds()/airTime.cpu.Seconds())
+	if glTime.wall > 0 {
+		fmt.Printf("speed-up (Find / gitleaks): %.1fx wall, %.1fx CPU\n", glTime.Seconds()/airTime.Seconds(), glTime.cpu.Seconds()/airTime.cpu.Seconds())
+	}
 
-	// Recall per kind.
-	type tally struct{ n, air, gl int }
+	// Recall per kind and per category.
 	byKind := map[string]*tally{}
+	byCategory := map[string]*tally{}
 	ci := 0
 	for _, p := range planted {
 		for ci < len(chunks)-1 && p.Start >= chunks[ci].end {
 			ci++
 		}
 		c := chunks[ci]
-		t := byKind[p.Kind]
-		if t == nil {
-			t = &tally{}
-			byKind[p.Kind] = t
-		}
-		t.n++
 		s, e := p.Start-c.start, p.End-c.start
+		air := false
 		for _, f := range airFound[ci] {
 			if f.Start <= s && f.End >= e {
-				t.air++
+				air = true
 				break
 			}
 		}
+		gl := false
 		val := string(c.text[s:e])
 		for _, g := range glFound[ci] {
 			if g != "" && (strings.Contains(g, val) || len(g) >= 8 && strings.Contains(val, g)) {
-				t.gl++
+				gl = true
 				break
 			}
 		}
+		count(byKind, p.Kind, air, gl)
+		count(byCategory, p.Category, air, gl)
 	}
-	kinds := make([]string, 0, len(byKind))
-	for k := range byKind {
-		kinds = append(kinds, k)
+	printRecall("kind", byKind)
+	printRecall("category", byCategory)
+
+	if *clean != "" {
+		cleanText, files, err := cleanCorpus(strings.Split(*clean, ","), *cleanSize*1_000_000, *seed)
+		if err != nil {
+			fatal(err)
+		}
+		falsePositives(cleanText, files, split(cleanText, *chunkMiB<<20), rd, gl, *withGitleaks, *showClean)
 	}
-	sort.Strings(kinds)
-	fmt.Printf("\n%-22s %7s %9s %9s\n", "kind", "planted", "airlock", "gitleaks")
+}
+
+// tally counts planted secrets and what each engine found of them.
+type tally struct{ n, air, gl int }
+
+func count(m map[string]*tally, key string, air, gl bool) {
+	t := m[key]
+	if t == nil {
+		t = &tally{}
+		m[key] = t
+	}
+	t.n++
+	if air {
+		t.air++
+	}
+	if gl {
+		t.gl++
+	}
+}
+
+func printRecall(by string, m map[string]*tally) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Printf("\n%-22s %7s %9s %9s\n", by, "planted", "airlock", "gitleaks")
 	var n, air, g int
-	for _, k := range kinds {
-		t := byKind[k]
+	for _, k := range keys {
+		t := m[k]
 		n, air, g = n+t.n, air+t.air, g+t.gl
 		fmt.Printf("%-22s %7d %8.1f%% %8.1f%%\n", k, t.n, pct(t.air, t.n), pct(t.gl, t.n))
 	}
