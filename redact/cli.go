@@ -85,6 +85,9 @@ func isCommandEnd(b byte) bool {
 // unterminated quote runs to the end.
 func shellWords(text []byte, from, to int) []shellWord {
 	var words []shellWord
+	// One backing array each for every word's bytes, offsets and marks:
+	// the words together hold at most to-from bytes.
+	bs, ats, lits := make([]byte, 0, to-from), make([]int, 0, to-from), make([]bool, 0, to-from)
 	i := from
 	for i < to && len(words) < MaxCLIWords {
 		for i < to && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r') {
@@ -93,11 +96,9 @@ func shellWords(text []byte, from, to int) []shellWord {
 		if i >= to || isCommandEnd(text[i]) || text[i] == '#' {
 			break
 		}
-		var w shellWord
+		start := len(bs)
 		put := func(at int, lit bool) {
-			w.text = append(w.text, text[at])
-			w.at = append(w.at, at)
-			w.lit = append(w.lit, lit)
+			bs, ats, lits = append(bs, text[at]), append(ats, at), append(lits, lit)
 		}
 		quote := byte(0)
 	word:
@@ -131,7 +132,7 @@ func shellWords(text []byte, from, to int) []shellWord {
 				put(i, false)
 			}
 		}
-		words = append(words, w)
+		words = append(words, shellWord{bs[start:len(bs):len(bs)], ats[start:len(ats):len(ats)], lits[start:len(lits):len(lits)]})
 	}
 	return words
 }
@@ -141,6 +142,9 @@ func shellWords(text []byte, from, to int) []shellWord {
 func (r *rule) matchCLI(text []byte, at, n, ws, we int, add func(s, e int)) {
 	if at > ws && !isCommandStart(text[at-1]) || at+n >= we || text[at+n] != ' ' && text[at+n] != '\t' {
 		return // part of a longer word: mysql.connector, my-sshpass
+	}
+	if !r.mayHaveFlag(text[at+n : we]) {
+		return // most mentions of a tool pass none of its password flags
 	}
 	words := shellWords(text, at+n, we)
 	for i, w := range words {
@@ -171,6 +175,17 @@ func (r *rule) matchCLI(text []byte, at, n, ws, we int, add func(s, e int)) {
 			}
 		}
 	}
+}
+
+// mayHaveFlag reports whether any of the rule's flags occurs in rest,
+// before the command line is split into words.
+func (r *rule) mayHaveFlag(rest []byte) bool {
+	for _, t := range r.flags {
+		if bytes.Contains(rest, []byte(t.flag)) {
+			return true
+		}
+	}
+	return false
 }
 
 // isCommandStart reports whether a tool's name may follow b: the start of

@@ -111,10 +111,13 @@ func classifyRun(run []byte, base int, fn func(kind string, start, end int)) {
 
 // classify names a run that is exactly one number of a known shape.
 func classify(s []byte) string {
-	var ds [MaxNumericRunBytes]byte
+	// Fixed arrays: a run is at most MaxNumericRunBytes, and this runs
+	// for every long digit run in the text.
+	var ds, sepBuf [MaxNumericRunBytes]byte
+	var groupBuf [MaxNumericRunBytes + 1]int
 	n := 0
-	var seps []byte
-	groups := []int{0}
+	seps := sepBuf[:0]
+	groups := append(groupBuf[:0], 0)
 	for _, b := range s {
 		if isDigit(b) {
 			ds[n] = b

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"fmt"
+	"regexp/syntax"
 	"strings"
 	"testing"
 
@@ -224,6 +225,35 @@ func TestFlagTemplates(t *testing.T) {
 	for _, bad := range []string{"", "VALUE", "p VALUE", "-p", "-p USER", "-p USERVALUE", "-p VALUE x", "-p a b VALUE", "-p USER:USER:VALUE", "-p VALUEVALUE", "- VALUE", "-USER:VALUE"} {
 		if _, err := parseFlagTemplate(bad); err == nil {
 			t.Errorf("%q: parsed", bad)
+		}
+	}
+}
+
+// maxRuleInsts is the largest compiled pattern Go's regexp runs on its
+// bounded backtracker (its maxBacktrackProg) rather than the several times
+// slower NFA: a counted repetition such as {4,256} copies its body 256
+// times and crosses it, so patterns leave lengths to the line window.
+const maxRuleInsts = 500
+
+func TestRulePatternsStaySmall(t *testing.T) {
+	rules, err := shippedRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.re == nil {
+			continue
+		}
+		re, err := syntax.Parse(r.re.String(), syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := syntax.Compile(re.Simplify())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(prog.Inst); n > maxRuleInsts {
+			t.Errorf("rule %s compiles to %d instructions, over %d", r.name, n, maxRuleInsts)
 		}
 	}
 }
