@@ -101,10 +101,29 @@ type Options struct {
 
 // Allowlist names values that are never masked: Values match a found value
 // exactly; Patterns are RE2 regular expressions that must match the whole
-// found value.
+// found value. A card number is tried both as written and as its digits
+// alone, so "4242424242424242" also allows "4242 4242 4242 4242" and
+// "4242-4242-4242-4242".
 type Allowlist struct {
 	Values   []string `yaml:"values" json:"values,omitempty"`
 	Patterns []string `yaml:"patterns" json:"patterns,omitempty"`
+}
+
+// TestCardNumbers are card numbers that payment providers publish for
+// testing (Stripe, Adyen, Braintree, PayPal and others use these). They
+// are masked by default like any Luhn-valid number: a redactor cannot tell
+// a test log from a production one, and a reader cannot either. Where
+// they are known to be harmless, allowlist them: Options.Allow.Values =
+// redact.TestCardNumbers, or the same digits under redact.allow.values in
+// a policy file.
+var TestCardNumbers = []string{
+	"4242424242424242", "4111111111111111", "4000056655665556", "4012888888881881", "4222222222222",
+	"5555555555554444", "5105105105105100", "5200828282828210", "2223003122003222", "2221000000000009",
+	"378282246310005", "371449635398431", "378734493671000",
+	"6011111111111117", "6011000990139424", "6011981111111113",
+	"3530111333300000", "3566002020360505",
+	"30569309025904", "38520000023237", "36227206271667",
+	"6200000000000005",
 }
 
 // Finding is one masked span: its kind and byte offsets [Start, End) into

@@ -164,6 +164,60 @@ func TestAllowlist(t *testing.T) {
 	}
 }
 
+// TestCardAllowlist: the published test numbers are masked by default in
+// every way they are written, and one allowlist entry of digits lets all
+// of those through, while other cards stay masked.
+func TestCardAllowlist(t *testing.T) {
+	def := newRedactor(t, nil)
+	allow := newRedactor(t, &redact.Options{Allow: redact.Allowlist{Values: redact.TestCardNumbers}})
+	for _, n := range redact.TestCardNumbers {
+		for _, text := range cardForms(n) {
+			if got, _ := def.RedactString("card " + text + " ok"); got != "card [REDACTED:card-number] ok" {
+				t.Errorf("default: %q came out %q", text, got)
+			}
+			if got, fs := allow.RedactString("card " + text + " ok"); len(fs) > 0 {
+				t.Errorf("allowlisted: %q came out %q", text, got)
+			}
+		}
+	}
+	// A card that is not on the list stays masked, however it is written.
+	for _, text := range cardForms("4539578763621486") {
+		if got, _ := allow.RedactString(text); got != "[REDACTED:card-number]" {
+			t.Errorf("a real-looking card %q came out %q with test numbers allowed", text, got)
+		}
+	}
+	// A pattern sees the digits too.
+	p := newRedactor(t, &redact.Options{Allow: redact.Allowlist{Patterns: []string{`4242(?:4242){3}`}}})
+	if _, fs := p.RedactString("4242-4242-4242-4242"); len(fs) > 0 {
+		t.Errorf("a pattern over the digits did not allow the dashed form: %v", fs)
+	}
+}
+
+// cardForms is a card number bare, grouped with spaces and with dashes the
+// way it is printed: 4-6-5 for 15 digits, 4-6-4 for 14, fours otherwise.
+func cardForms(n string) []string {
+	var groups []int
+	switch len(n) {
+	case 15:
+		groups = []int{4, 6, 5}
+	case 14:
+		groups = []int{4, 6, 4}
+	case 13:
+		return []string{n} // printed in one run
+	default:
+		for r := len(n); r > 0; r -= 4 {
+			groups = append(groups, min(4, r))
+		}
+	}
+	var parts []string
+	pos := 0
+	for _, g := range groups {
+		parts = append(parts, n[pos:pos+g])
+		pos += g
+	}
+	return []string{n, strings.Join(parts, " "), strings.Join(parts, "-")}
+}
+
 // secrets straddling a stream boundary, one of each shape: a fixed-length
 // token, a line rule, a URL password, a multi-line private key, an AWS
 // secret key on the line after its key id or before it, a command line, an
