@@ -107,7 +107,7 @@ func (rd *Redactor) find(text []byte) []finding {
 	})
 	if len(rd.numeric) > 0 {
 		scanNumeric(text, func(kind string, s, e int) {
-			if rd.numeric[kind] && !rd.allowed(text[s:e]) && !(kind == "card-number" && rd.allowed(digitsOf(text[s:e]))) {
+			if rd.numeric[kind] && !rd.allowedNumber(kind, text[s:e]) {
 				raw = append(raw, finding{Finding{Kind: kind, Start: s, End: e}, 0})
 			}
 		})
@@ -158,6 +158,15 @@ func (rd *Redactor) allowed(v []byte) bool {
 		}
 	}
 	return false
+}
+
+// allowedNumber is allowed for a numeric finding: a card number is also
+// tried as its digits alone.
+func (rd *Redactor) allowedNumber(kind string, v []byte) bool {
+	if len(rd.allowVal) == 0 && len(rd.allowRe) == 0 {
+		return false
+	}
+	return rd.allowed(v) || kind == "card-number" && rd.allowed(digitsOf(v))
 }
 
 // digitsOf is v without its separators: a card number as an allowlist
