@@ -16,8 +16,13 @@
 // whole corpus is timed too. airlock runs -rounds times, gitleaks
 // -gitleaks-rounds times, and the median wall time and median process CPU
 // time of each are reported (CPU time is the steadier figure on a shared
-// machine). A secret counts as found by gitleaks when one of its
-// findings' Secret or Match contains the planted value or lies inside it.
+// machine). A secret counts as found by gitleaks when one of its findings
+// on the secret's lines (or starting one line before, where a label is)
+// has a Secret or Match that contains the planted value or lies inside it;
+// a finding that spans many more lines than the secret does not count (its
+// private-key rule can run from one "BEGIN" marker to a key 170 lines on).
+// Before 2026-12 the harness credited any finding in the same 1 MiB chunk,
+// which overstated gitleaks on values that repeat verbatim (test cards).
 //
 // The clean corpus is made of the files under the -clean roots (source and
 // documentation by extension; test files and testdata, vendor and
@@ -94,21 +99,21 @@ func main() {
 			fatal(err)
 		}
 	})
-	var glFound [][]string
+	var glFound [][]glHit
 	glTime := timing{}
 	if *withGitleaks {
 		glTime = timeRounds(*glRounds, func() {
 			glFound = glFound[:0]
 			for _, c := range chunks {
-				var vals []string
+				var hits []glHit
 				for _, f := range gl.DetectBytes(c.text) {
-					vals = append(vals, f.Secret, f.Match)
+					hits = append(hits, glHit{[]string{f.Secret, f.Match}, f.StartLine, f.EndLine})
 				}
-				glFound = append(glFound, vals)
+				glFound = append(glFound, hits)
 			}
 		})
 	} else {
-		glFound = make([][]string, len(chunks))
+		glFound = make([][]glHit, len(chunks))
 	}
 
 	mb := float64(len(text)) / 1e6
@@ -130,6 +135,7 @@ func main() {
 	byKind := map[string]*tally{}
 	byCategory := map[string]*tally{}
 	ci := 0
+	lineChunk, linePos, line := -1, 0, 0
 	for _, p := range planted {
 		for ci < len(chunks)-1 && p.Start >= chunks[ci].end {
 			ci++
@@ -145,10 +151,21 @@ func main() {
 		}
 		gl := false
 		val := string(c.text[s:e])
-		for _, g := range glFound[ci] {
-			if g != "" && (strings.Contains(g, val) || len(g) >= 8 && strings.Contains(val, g)) {
-				gl = true
-				break
+		// Planted secrets come in order: count lines on from the last one.
+		if ci != lineChunk {
+			lineChunk, linePos, line = ci, 0, 0
+		}
+		line += bytes.Count(c.text[linePos:s], nl)
+		linePos = s
+		l0, l1 := line, line+bytes.Count(c.text[s:e], nl)
+		for _, h := range glFound[ci] {
+			if h.startLine > l1 || h.endLine < l0-1 || h.endLine-h.startLine > l1-l0+1 {
+				continue // elsewhere, or a match that runs on over many lines it did not find
+			}
+			for _, g := range h.vals {
+				if g != "" && (strings.Contains(g, val) || len(g) >= 8 && strings.Contains(val, g)) {
+					gl = true
+				}
 			}
 		}
 		count(byKind, p.Kind, air, gl)
@@ -165,6 +182,15 @@ func main() {
 		falsePositives(cleanText, files, split(cleanText, *chunkMiB<<20), rd, gl, *withGitleaks, *showClean)
 	}
 }
+
+// glHit is what a gitleaks finding says: its secret and match, and its
+// lines in the chunk, counted from 0.
+type glHit struct {
+	vals               []string
+	startLine, endLine int
+}
+
+var nl = []byte("\n")
 
 // tally counts planted secrets and what each engine found of them.
 type tally struct{ n, air, gl int }
