@@ -66,9 +66,13 @@ func (rd *Redactor) find(text []byte) []finding {
 					continue // no assignment here, or the same line already searched for this rule
 				}
 				lastWindow[ri] = span{ws, we}
-				matches := r.re.FindAllSubmatchIndex(text[ws:we], -1)
+				var matches [][]int
 				if r.anchored {
-					matches = matches[:min(1, len(matches))] // anchored: one match
+					if m := r.re.FindSubmatchIndex(text[ws:we]); m != nil {
+						matches = [][]int{m} // anchored: one match, and one try
+					}
+				} else {
+					matches = r.re.FindAllSubmatchIndex(text[ws:we], -1)
 				}
 				for _, m := range matches {
 					s, e := m[2*r.group], m[2*r.group+1]

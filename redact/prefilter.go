@@ -14,8 +14,11 @@ type prefilter struct {
 	// class maps a byte to its column; nclass is the number of columns.
 	class  [256]uint8
 	nclass int
-	// next[s*nclass+class[b]] is the state after reading byte b in state
-	// s, with failure links already folded in.
+	// next[s+class[b]] is the state after reading byte b in state s, with
+	// failure links already folded in. A state is kept as the offset of
+	// its row (its number times nclass), negated when some keyword ends
+	// in it, so the scan needs no multiply and no second table to see a
+	// hit.
 	next []int32
 	// out[s] lists the keywords (indexes into words) that end in state s,
 	// including those reached through failure links.
@@ -102,6 +105,12 @@ func newPrefilter(words []string) *prefilter {
 			}
 		}
 	}
+	for i, t := range p.next {
+		p.next[i] = t * int32(nc)
+		if len(p.out[t]) > 0 {
+			p.next[i] = -p.next[i]
+		}
+	}
 	return p
 }
 
@@ -114,11 +123,12 @@ type hit struct {
 // find calls fn for every keyword occurrence in text, in order of their end.
 func (p *prefilter) find(text []byte, fn func(h hit)) {
 	s := int32(0)
-	next, out, words, nc := p.next, p.out, p.words, p.nclass
+	next, out, words, class, nc := p.next, p.out, p.words, &p.class, int32(p.nclass)
 	for i := 0; i < len(text); i++ {
-		s = next[int(s)*nc+int(p.class[text[i]])]
-		if o := out[s]; len(o) > 0 {
-			for _, w := range o {
+		s = next[s+int32(class[text[i]])]
+		if s < 0 {
+			s = -s
+			for _, w := range out[s/nc] {
 				fn(hit{word: w, start: i + 1 - len(words[w])})
 			}
 		}
