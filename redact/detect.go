@@ -376,6 +376,7 @@ func isPlaceholder(v []byte) bool {
 var codeWords = map[string]bool{
 	"range": true, "new": true, "await": true, "lambda": true, "function": true, "func": true,
 	"yield": true, "typeof": true, "require": true, "import": true, "not": true, "self": true, "this": true,
+	"async": true,
 }
 
 // notSecretKeys are parts of assignment names whose values are not secrets
@@ -414,6 +415,12 @@ func validAssignment(kind, key string, v, after []byte) bool {
 	}
 	if kind != "password" && (bytes.IndexByte(v, '*') >= 0 || bytes.IndexByte(v, '/') >= 0 && bytes.IndexByte(v, '.') >= 0) {
 		return false // arithmetic or a path: tokens = 2*n, per_key = 1.0/max_id; tokens have no '*', nor '/' with '.'
+	}
+	if identLike(v) && (strings.HasPrefix(k, "self.") || strings.HasPrefix(k, "this.") || len(after) > 0 && after[0] == ',') {
+		return false // a variable: self.passwd = password_mgr; self.user, self.password = user, password
+	}
+	if hexNumber(v) {
+		return false // SIOCGLIFTOKEN = -0x3f879678
 	}
 	if len(after) > 0 && (after[0] == ' ' || after[0] == '\t') && identLike(v) {
 		// A word followed by more words or an operator is prose or an
@@ -480,6 +487,20 @@ func snakeCase(name string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// hexNumber reports whether v is a hexadecimal literal, maybe negative.
+func hexNumber(v []byte) bool {
+	v = bytes.TrimPrefix(v, []byte("-"))
+	if len(v) < 3 || v[0] != '0' || v[1] != 'x' && v[1] != 'X' {
+		return false
+	}
+	for _, b := range v[2:] {
+		if !isDigit(b) && !(b|0x20 >= 'a' && b|0x20 <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // identLike reports whether v is letters and underscores only: a word or

@@ -179,14 +179,30 @@ func isCard(d, seps []byte, groups []int) bool {
 	}
 	p2 := int(d[0]-'0')*10 + int(d[1]-'0')
 	p4 := p2*100 + int(d[2]-'0')*10 + int(d[3]-'0')
+	n := len(d)
+	// Each issuer's prefixes and the lengths it issues: a 15-digit run
+	// that starts with 4 is no Visa (math tables are full of them).
 	switch {
 	case d[0] == '4': // Visa
+		if n != 13 && n != 16 && n != 19 {
+			return false
+		}
 	case p2 >= 51 && p2 <= 55, p4 >= 2221 && p4 <= 2720: // Mastercard
+		if n != 16 {
+			return false
+		}
 	case p2 == 34 || p2 == 37: // American Express
-	case p4 == 6011 || p2 == 65 || p4/10 >= 644 && p4/10 <= 649: // Discover
-	case p2 == 35: // JCB
+		if n != 15 {
+			return false
+		}
+	case p4 == 6011 || p2 == 65 || p4/10 >= 644 && p4/10 <= 649, p2 == 35, p2 == 62: // Discover, JCB, UnionPay
+		if n < 16 {
+			return false
+		}
 	case p2 == 36 || p2 == 38 || p2 == 30: // Diners
-	case p2 == 62: // UnionPay
+		if n < 14 {
+			return false
+		}
 	default:
 		return false
 	}

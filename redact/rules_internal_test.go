@@ -52,7 +52,8 @@ var ruleTable = []struct {
 		"PASSWORD_MIN_LENGTH = 12", `errors.password = "Password is too short"`, `{"passwordHint": "Your first pet"}`,
 		`{"passwordPlaceholder": "Enter password"}`, `{"bypass": "enabled", "compass": "north-east"}`,
 		`pass_through: enabled`, "passes: 3", "Second pass: find repeats", "for _, pass := range passes {",
-		"for _, dbPass := range passes {", `raise TypeError("pwd: expected bytes, got %s")`, "userid = passwd = acct = ''", "password_reset_url: https://auth.internal/reset",
+		"for _, dbPass := range passes {", "self.user, self.password = user, password", "self.passwd = password_mgr",
+		"const readPasswords = async () => {", `raise TypeError("pwd: expected bytes, got %s")`, "userid = passwd = acct = ''", "password_reset_url: https://auth.internal/reset",
 		"let passwordRegex = /^(?=.*[A-Z]).{8,}$/;", "password: str", "Server=db;Password=;", `password={password}`,
 		"jdbc:mysql://db/app?user=app&password=${DB_PASSWORD}", `PasswordPolicy: "Strong"`,
 	}},
@@ -76,6 +77,7 @@ var ruleTable = []struct {
 		`"client_id": "123456789012.apps.googleusercontent.com"`, `secretKeyRef: {name: db, key: password}`,
 		`tokenUrl = "https://auth.internal/token/v2/abc123"`, `apiKeyId = "AK12345678"`,
 		"tokens = 2*maxConcurrency + minTokens*cfg.BuildP", "error_per_key = 100000.0/first_set_max_id",
+		"SIOCGLIFTOKEN = -0x3f879678",
 	}},
 	{"secret-flag", []string{"./deploy --token «aB3dE5gH7jK9mN1pQ3rS5» --env prod"}, []string{"--token $TOKEN", "--token-file ./tok"}},
 	{"password-element", []string{
@@ -135,7 +137,7 @@ var ruleTable = []struct {
 
 	{"email", []string{"Contact: «jane.doe@acme-corp.io»"}, []string{"svc@proj.iam.gserviceaccount.com", "user@example.com", "icon@2x.png"}},
 	{"card-number", []string{"«4242 4242 4242 4242»", "«5555-5555-5555-4444»", "«378282246310005»", "«3056 930902 5904»", `{"pan":"«6011111111111117»"}`},
-		[]string{"4242 4242 4242 4241", "4242 4242", "4111111111111111111111", "x = 4234737173186232084,", "20240315-4242-4242", "4242 4242-4242 4242"}},
+		[]string{"4242 4242 4242 4241", "4242 4242", "4111111111111111111111", "x = 4234737173186232084,", "{7, \"476837158203125\"}", "// * 35184372088832", "20240315-4242-4242", "4242 4242-4242 4242"}},
 	{"ssn", []string{"SSN: «219-09-9999»"}, []string{"666-12-3456", "219099999"}},
 	{"phone", []string{"Call «(415) 555-2671»", "«+44 20 7946 0958»"}, []string{"tel 555-1234", "123-456-7890"}},
 }
