@@ -101,8 +101,13 @@ func (g *Gate) guards(ctx context.Context, c *call) outcome {
 		}
 		c.paths = append(c.paths, canon)
 		if t.Effect == tool.EffectWrite {
-			if end := g.protectedGuard(c, canon); end != nil {
+			if end := g.protectedGuard(c, canon, g.opts.Protected.Check(canon)); end != nil {
 				return endCall(denied, end)
+			}
+			for _, arg := range t.ContentArgs {
+				if text, ok := c.args[arg].(string); ok {
+					g.protectedGuard(c, canon, protect.CheckContent(canon, text)) // asks only
+				}
 			}
 		}
 	}
@@ -129,13 +134,13 @@ func (g *Gate) guards(ctx context.Context, c *call) outcome {
 	return passOn(passed)
 }
 
-// protectedGuard judges a write to the canonical workspace path canon
-// against Options.Protected: airlock's own files are denied
+// protectedGuard applies d, what package protect makes of a write to
+// the canonical workspace path canon (Options.Protected's Check, or
+// protect.CheckContent): airlock's own files are denied
 // (deny:protected-file), whatever the mode; files a host later runs by
-// itself (.git/, .envrc, Makefile, ...) ask (ask:host-executed-file), in
-// every mode.
-func (g *Gate) protectedGuard(c *call, canon string) *tool.Error {
-	d := g.opts.Protected.Check(canon)
+// itself (.git/, .envrc, Makefile, ...) and content it runs (a
+// //go:generate line) ask (ask:host-executed-file), in every mode.
+func (g *Gate) protectedGuard(c *call, canon string, d protect.Decision) *tool.Error {
 	switch d.Verdict {
 	case protect.Allow:
 		return nil

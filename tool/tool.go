@@ -134,6 +134,10 @@ type Tool struct {
 	// paths; the gate resolves them inside the workspace before anything
 	// runs.
 	PathArgs []string
+	// ContentArgs names the top-level string arguments whose text a
+	// write tool puts into the file its PathArgs name: the gate reads
+	// them for directives a host runs (protect.CheckContent).
+	ContentArgs []string
 	// GlobArgs names the top-level string arguments that are glob
 	// patterns over the workspace; the gate judges each as Glob will
 	// (workspace.CheckGlob: absolute, "..", StateDir, malformed) before
@@ -345,6 +349,7 @@ func (r *Registry) Register(t Tool) error {
 	}
 	t.PathArgs = slices.Clone(t.PathArgs)
 	t.GlobArgs = slices.Clone(t.GlobArgs)
+	t.ContentArgs = slices.Clone(t.ContentArgs)
 	t.URLArgs = slices.Clone(t.URLArgs)
 	r.tools[t.Name] = &t
 	return nil
