@@ -81,6 +81,9 @@ type mode struct {
 	name     string
 	val      ref.Val // name, as a condition sees it
 	byEffect [tool.EffectExternal + 1]Decision
+	// destroy is the decision for a command that destroys workspace data
+	// (Policy.Destroy).
+	destroy Decision
 }
 
 type rule struct {
@@ -143,6 +146,7 @@ type modeYAML struct {
 	Read     string `yaml:"read"`
 	Write    string `yaml:"write"`
 	External string `yaml:"external"`
+	Destroy  string `yaml:"destroy"`
 }
 
 type ruleYAML struct {
@@ -415,6 +419,14 @@ func compileBuiltin(data []byte, name string) (*compiled, error) {
 			}
 			m.byEffect[e].Action = a
 		}
+		a, err := ParseAction(my.Destroy)
+		if err != nil {
+			return nil, perr("modes", "mode %q: destroy: %v", name, err)
+		}
+		if a > m.byEffect[tool.EffectWrite].Action {
+			return nil, perr("modes", "mode %q: destroy %s is looser than its write %s", name, a, m.byEffect[tool.EffectWrite].Action)
+		}
+		m.destroy.Action = a
 		c.modes[name] = m
 		c.modeOrder = append(c.modeOrder, m)
 	}
@@ -679,6 +691,7 @@ func (c *compiled) describe() {
 	}
 
 	for _, m := range c.modeOrder {
+		m.destroy = describeDestroy(m, c.modeOrder)
 		for e := tool.EffectRead; e <= tool.EffectExternal; e++ {
 			var runs, free []string // modes where e is not denied, and where it is allowed
 			for _, o := range c.modeOrder {
@@ -711,6 +724,35 @@ func (c *compiled) describe() {
 			}
 		}
 	}
+}
+
+// describeDestroy fills in m's destroy decision: its rule, reason and
+// hint, naming the modes where such a command would run.
+func describeDestroy(m *mode, all []*mode) Decision {
+	var free []string
+	for _, o := range all {
+		if o.destroy.Action == Allow {
+			free = append(free, o.name)
+		}
+	}
+	d := Decision{Action: m.destroy.Action, Rule: "mode:" + m.name}
+	const what = "commands that delete, truncate or overwrite files in the workspace"
+	switch d.Action {
+	case Allow:
+		d.Reason = fmt.Sprintf("mode %s runs %s", m.name, what)
+	case Ask:
+		d.Code = tool.CodeApprovalRequired
+		d.Reason = fmt.Sprintf("mode %s runs %s only once a person approves: a command's changes cannot be rolled back", m.name, what)
+		d.Hint = "Wait for a person to approve the command; or make the change with write_file or edit_file, which the session can roll back"
+		if len(free) > 0 {
+			d.Hint += fmt.Sprintf("; in mode %s it would run without approval", orList(free))
+		}
+	case Deny:
+		d.Code = tool.CodeDenied
+		d.Reason = fmt.Sprintf("mode %s does not run %s", m.name, what)
+		d.Hint = "A person can switch the session to a mode that runs commands"
+	}
+	return d
 }
 
 // orList writes "a", "a or b", "a, b or c".

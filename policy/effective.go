@@ -27,6 +27,7 @@ func (c *compiled) render() []byte {
 		for e := tool.EffectRead; e <= tool.EffectExternal; e++ {
 			add(v, e.String(), m.byEffect[e].Action.String())
 		}
+		add(v, "destroy", m.destroy.Action.String())
 		modes.Content = append(modes.Content, str(m.name), v)
 	}
 	rules := &yaml.Node{Kind: yaml.SequenceNode}

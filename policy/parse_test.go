@@ -52,8 +52,10 @@ func TestBuiltinErrors(t *testing.T) {
 		{"bad role name", "admin: {max_risk: high}", "Admin: {max_risk: high}", `role "Admin"`},
 		{"no default role", "operator: {max_risk: medium}", "op: {max_risk: medium}", `no role "operator"`},
 		{"unknown role field", "admin: {max_risk: high}", "admin: {max_risk: high, extra: 1}", "field extra not found"},
-		{"bad mode action", "auto: {read: allow, write: allow, external: allow}", "auto: {read: allow, write: allow, external: maybe}", `mode "auto": external`},
-		{"missing mode action", "auto: {read: allow, write: allow, external: allow}", "auto: {read: allow, write: allow}", `mode "auto": external`},
+		{"bad mode action", "auto: {read: allow, write: allow, external: allow, destroy: allow}", "auto: {read: allow, write: allow, external: maybe, destroy: allow}", `mode "auto": external`},
+		{"missing mode action", "auto: {read: allow, write: allow, external: allow, destroy: allow}", "auto: {read: allow, write: allow, destroy: allow}", `mode "auto": external`},
+		{"missing destroy", "auto: {read: allow, write: allow, external: allow, destroy: allow}", "auto: {read: allow, write: allow, external: allow}", `mode "auto": destroy`},
+		{"destroy looser than write", "ask: {read: allow, write: ask, external: ask, destroy: ask}", "ask: {read: allow, write: ask, external: ask, destroy: allow}", `mode "ask": destroy allow is looser than its write ask`},
 		{"no roles", "roles:", "roles: {}\nx-roles:", `unknown key "x-roles"`},
 	}
 	for _, tt := range tests {
@@ -275,10 +277,10 @@ func TestEffective(t *testing.T) {
 			"viewer": {"max_risk": "low"}, "operator": {"max_risk": "medium"}, "admin": {"max_risk": "high"},
 		},
 		Modes: map[string]map[string]string{
-			"read-only": {"read": "allow", "write": "deny", "external": "deny"},
-			"ask":       {"read": "allow", "write": "ask", "external": "ask"},
-			"auto-edit": {"read": "allow", "write": "allow", "external": "ask"},
-			"auto":      {"read": "allow", "write": "allow", "external": "allow"},
+			"read-only": {"read": "allow", "write": "deny", "external": "deny", "destroy": "deny"},
+			"ask":       {"read": "allow", "write": "ask", "external": "ask", "destroy": "ask"},
+			"auto-edit": {"read": "allow", "write": "allow", "external": "ask", "destroy": "ask"},
+			"auto":      {"read": "allow", "write": "allow", "external": "allow", "destroy": "allow"},
 		},
 		Rules: []map[string]string{
 			{"id": "high-risk-asks", "source": "builtin", "when": `risk == "high"`, "decision": "ask",

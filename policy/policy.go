@@ -372,6 +372,22 @@ func (p *Policy) TaintedEgress() TaintedEgress {
 	return p.c.tainted
 }
 
+// Destroy is the mode's decision for a call the guards found to delete,
+// truncate or overwrite files in the workspace where nothing can roll it
+// back (a command the command policy marks Destroys): the built-in
+// modes' destroy column. It never loosens a decision; the gate applies
+// it to a call that is otherwise allowed. An unknown mode is denied.
+func (p *Policy) Destroy(mode string) Decision {
+	if p == nil || p.c == nil {
+		return Decision{Action: Deny, Code: tool.CodeDenied, Reason: "no policy is loaded", Hint: "Load a policy"}
+	}
+	m := p.c.modes[mode]
+	if m == nil {
+		return Decision{Action: Deny, Code: tool.CodeInvalidCall, Reason: "unknown mode " + echo(mode), Hint: p.c.modeHint, Rule: "unknown-mode"}
+	}
+	return m.destroy
+}
+
 // Decide returns the decision for one call. It is safe for concurrent use;
 // beyond evaluating the rules' conditions it does not allocate, except to
 // describe an unknown role or mode or a failed rule.

@@ -54,3 +54,23 @@ untrusted:
 		}
 	}
 }
+
+// TestDestroy: the mode's decision for a command that destroys workspace
+// data: auto-edit asks, auto runs it, read-only denies, an unknown mode
+// is denied; each says why and names its mode.
+func TestDestroy(t *testing.T) {
+	p := Default()
+	for mode, want := range map[string]Action{"read-only": Deny, "ask": Ask, "auto-edit": Ask, "auto": Allow, "nope": Deny} {
+		d := p.Destroy(mode)
+		if d.Action != want || d.Reason == "" || (want != Allow && (d.Hint == "" || d.Code == "")) {
+			t.Errorf("Destroy(%q) = %+v, want %s with a reason, code and hint", mode, d, want)
+		}
+		if mode != "nope" && d.Rule != "mode:"+mode {
+			t.Errorf("Destroy(%q).Rule = %q", mode, d.Rule)
+		}
+	}
+	var nilPolicy *Policy
+	if d := nilPolicy.Destroy("auto"); d.Action != Deny {
+		t.Errorf("a nil policy: %+v, want deny", d)
+	}
+}
