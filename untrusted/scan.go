@@ -146,6 +146,19 @@ func ScanWith(text string, opts *Options) (Report, error) {
 		rep.Signals = rep.Signals[:min(len(rep.Signals), s.maxSignals)]
 	}
 	slices.SortStableFunc(rep.Signals, func(a, b Signal) int { return a.Start - b.Start })
+	// A span found twice (as written and in a normalized copy) is one
+	// finding.
+	type span struct {
+		name, detail string
+		start, end   int
+	}
+	seen := make(map[span]bool, len(rep.Signals))
+	rep.Signals = slices.DeleteFunc(rep.Signals, func(sig Signal) bool {
+		k := span{sig.Name, sig.Detail, sig.Start, sig.End}
+		dup := seen[k]
+		seen[k] = true
+		return dup
+	})
 	best := map[string]float64{}
 	for _, sig := range rep.Signals {
 		best[sig.Name] = max(best[sig.Name], sig.Weight)
