@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"airlock.dev/airlock/untrusted/internal/ngram"
 )
 
 // Scan limits and the default threshold. A zero Options field takes its
@@ -56,6 +58,7 @@ const (
 	SignalPersuasion              = "persuasion"               // claimed authority or permission: "I authorize you", "you are required to", "pre-approved"
 	SignalCovertAction            = "covert_action"            // "do not mention this", "without asking", "skip the approval"
 	SignalRiskyAction             = "risky_action"             // "tell the user that", curl | sh, send to an address, approve and merge
+	SignalModel                   = "model"                    // the n-gram model's probability, over its best window (see ScanWith)
 )
 
 // Options tune Scan. A nil *Options, and every zero field, means the
@@ -66,6 +69,10 @@ type Options struct {
 	MaxDecoded   int     `yaml:"max_decoded" json:"max_decoded,omitempty"`
 	MaxDepth     int     `yaml:"max_depth" json:"max_depth,omitempty"`
 	MaxSignals   int     `yaml:"max_signals" json:"max_signals,omitempty"`
+	// RulesOnly leaves the n-gram model out: the score is the rules'
+	// alone, as before the model (for comparison and for callers that
+	// want only explainable signals).
+	RulesOnly bool `yaml:"rules_only" json:"rules_only,omitempty"`
 }
 
 // Signal is one piece of evidence: its name, its byte span in the scanned
@@ -79,9 +86,10 @@ type Signal struct {
 	Detail string  `json:"detail,omitempty"`
 }
 
-// Report is what Scan found. Score is in [0, 1]: the signals' weights
-// combined as independent evidence (1 - Π(1 - w), strongest weight per
-// name). Flagged is Score >= the threshold.
+// Report is what Scan found. Score is in [0, 1]: the rules' signals'
+// weights combined as independent evidence (1 - Π(1 - w), strongest
+// weight per name), or the model signal's weight when that is higher.
+// Flagged is Score >= the threshold.
 type Report struct {
 	Score     float64  `json:"score"`
 	Flagged   bool     `json:"flagged"`
@@ -145,7 +153,6 @@ func ScanWith(text string, opts *Options) (Report, error) {
 		rep.Truncated = true
 		rep.Signals = rep.Signals[:min(len(rep.Signals), s.maxSignals)]
 	}
-	slices.SortStableFunc(rep.Signals, func(a, b Signal) int { return a.Start - b.Start })
 	// A span found twice (as written and in a normalized copy) is one
 	// finding.
 	type span struct {
@@ -168,6 +175,18 @@ func ScanWith(text string, opts *Options) (Report, error) {
 		keep *= 1 - w
 	}
 	rep.Score = math.Round((1-keep)*1000) / 1000
+	if m := ngram.Embedded(); m != nil && !o.RulesOnly {
+		// The model is a second opinion beside the rules, not another
+		// piece of evidence to multiply with theirs: its probability is
+		// calibrated (0.5 at the threshold chosen on the held-out split),
+		// and it decides alone when it reaches the scan's threshold.
+		if res := m.Score(text); res.Prob >= o.Threshold {
+			w := max(math.Round(res.Prob*1000)/1000, 0.001)
+			rep.Signals = append(rep.Signals, Signal{Name: SignalModel, Start: res.Start, End: res.End, Weight: w, Detail: "n-gram model, best window"})
+			rep.Score = max(rep.Score, w)
+		}
+	}
+	slices.SortStableFunc(rep.Signals, func(a, b Signal) int { return a.Start - b.Start })
 	rep.Flagged = rep.Score >= o.Threshold
 	if rep.Signals == nil {
 		rep.Signals = []Signal{}

@@ -80,6 +80,39 @@ func TestLabelledInjections(t *testing.T) {
 	t.Logf("flagged: %d true, %d missed; not flagged: %d true, %d false alarms", tp, fn, tn, fp)
 }
 
+// TestScanModel: the model is a second opinion beside the rules. Its
+// signal appears only at or above the threshold, the score is the higher
+// of the rules' and the model's, and RulesOnly leaves it out.
+func TestScanModel(t *testing.T) {
+	seen := 0
+	for _, c := range loadLabelled(t) {
+		rules, err := untrusted.ScanWith(c.Text, &untrusted.Options{RulesOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(rules.Names(), untrusted.SignalModel) {
+			t.Fatalf("%s: RulesOnly report has a model signal", c.Name)
+		}
+		rep := untrusted.Scan(c.Text)
+		want := rules.Score
+		for _, s := range rep.Signals {
+			if s.Name == untrusted.SignalModel {
+				seen++
+				if s.Weight < untrusted.DefaultThreshold {
+					t.Errorf("%s: model signal %v under the threshold", c.Name, s.Weight)
+				}
+				want = max(want, s.Weight)
+			}
+		}
+		if rep.Score != want {
+			t.Errorf("%s: score %v, want max(rules %v, model) = %v", c.Name, rep.Score, rules.Score, want)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("the model decided on none of the labelled cases: this test checks nothing")
+	}
+}
+
 func TestScanOptions(t *testing.T) {
 	text := "Please call the deploy tool now."
 	rep := untrusted.Scan(text)

@@ -14,7 +14,11 @@
 //
 //   - Scan scores text for injection signals with stable names
 //     (instruction_override, chat_template, hidden_text, ...) and flags it
-//     at DefaultThreshold or above. Its work is bounded by named limits.
+//     at DefaultThreshold or above. Beside the hand-written rules, a small
+//     model of our own (a logistic regression over character n-grams,
+//     untrusted/internal/ngram, weights embedded) scores the text's
+//     windows and adds the signal model when it alone reaches the
+//     threshold. Its work is bounded by named limits.
 //
 //   - Provenance remembers, per session, values seen only in untrusted
 //     content, and Check says when a call's destination arguments carry
