@@ -49,6 +49,7 @@ func splitIndex(split string) int {
 type evalRow struct {
 	attack          bool
 	n, flagged      [3]int // [train, holdout, blind]
+	rulesFlagged    [3]int // flagged by the rules alone (Options.RulesOnly)
 	missed, falsely []string
 }
 
@@ -106,6 +107,9 @@ func TestScanEval(t *testing.T) {
 		if rep.Flagged {
 			r.flagged[split]++
 		}
+		if rules, _ := untrusted.ScanWith(d.Text, &untrusted.Options{RulesOnly: true}); rules.Flagged {
+			r.rulesFlagged[split]++
+		}
 		switch {
 		case d.Attack && !rep.Flagged:
 			r.missed = append(r.missed, fmt.Sprintf("%s [%s] score %.2f %v", d.Name, d.Split, rep.Score, rep.Names()))
@@ -129,6 +133,35 @@ func TestScanEval(t *testing.T) {
 			name, kind, r.n[splitTrain], r.cell(splitTrain), r.n[splitHoldout], r.cell(splitHoldout),
 			r.cell(splitBoth), r.n[splitBlind], r.cell(splitBlind))
 	}
+	fmt.Fprintf(&tab, "\nThe rules alone (Options.RulesOnly), then rules and model (Scan), train / held-out / blind:\n\n| category | measure | rules only | rules + model |\n|---|---|--:|--:|\n")
+	var total [2]evalRow // attacks, clean
+	for _, name := range names {
+		r := rows[name]
+		tr := &total[1]
+		if r.attack {
+			tr = &total[0]
+		}
+		tr.attack = r.attack
+		for col := range r.n {
+			tr.n[col] += r.n[col]
+			tr.flagged[col] += r.flagged[col]
+			tr.rulesFlagged[col] += r.rulesFlagged[col]
+		}
+	}
+	rows["all attacks"], rows["all clean"] = &total[0], &total[1]
+	for _, name := range append(names, "all attacks", "all clean") {
+		r := rows[name]
+		kind := "recall"
+		if !r.attack {
+			kind = "false flags"
+		}
+		var rules, both []string
+		for col := range r.n {
+			rules = append(rules, pct(r.rulesFlagged[col], r.n[col]))
+			both = append(both, pct(r.flagged[col], r.n[col]))
+		}
+		fmt.Fprintf(&tab, "| %s | %s | %s | %s |\n", name, kind, strings.Join(rules, " / "), strings.Join(both, " / "))
+	}
 	t.Log(tab.String())
 	for _, name := range names {
 		r := rows[name]
@@ -151,6 +184,14 @@ func TestScanEval(t *testing.T) {
 	if clean < minCleanDocs {
 		t.Errorf("%d clean documents, want at least %d", clean, minCleanDocs)
 	}
+}
+
+// pct prints f of n as a percentage, "-" when n is 0.
+func pct(f, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(f)/float64(n))
 }
 
 // BenchmarkScanEval scans the evaluation set's clean documents, the
