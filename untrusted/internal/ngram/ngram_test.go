@@ -142,3 +142,17 @@ func FuzzScore(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkScore: the model alone over MaxBytes of prose.
+func BenchmarkScore(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < MaxBytes {
+		sb.WriteString("The quarterly report shows revenue grew 12% in Europe; see https://example.com/q3?lang=en for the tables.\n")
+	}
+	text := sb.String()[:MaxBytes]
+	m := Embedded()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		m.Score(text)
+	}
+}
