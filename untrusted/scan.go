@@ -141,10 +141,13 @@ func ScanWith(text string, opts *Options) (Report, error) {
 	}
 	var rep Report
 	if len(text) > o.MaxScanBytes {
-		text = text[:o.MaxScanBytes]
-		for len(text) > 0 && !utf8.RuneStart(text[len(text)-1]) {
-			text = text[:len(text)-1]
+		// Cut before the rune that would be split: text[cut] is the
+		// first byte left out, so back up to a rune's first byte.
+		cut := o.MaxScanBytes
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
 		}
+		text = text[:cut]
 		rep.Truncated = true
 	}
 	s := &scanner{budget: o.MaxDecoded, maxDepth: o.MaxDepth, maxSignals: o.MaxSignals}
