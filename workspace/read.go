@@ -565,3 +565,23 @@ func (g *grepper) file(dir *os.Root, name, canon string, named bool) error {
 	}
 	return nil
 }
+
+// Exists reports whether the workspace-relative path p names something
+// (a file, a directory, a link) in the workspace, as a guard asks before
+// a command writes over it. A path that cannot be resolved or checked is
+// reported as existing, so that a caller judging a write over it errs
+// towards asking.
+func (w *Workspace) Exists(p string) bool {
+	if w.ready() != nil {
+		return true
+	}
+	canon, err := w.Resolve(p)
+	if err != nil {
+		return true
+	}
+	if canon == "." {
+		return true
+	}
+	_, err = w.root.Lstat(canon)
+	return !errors.Is(err, fs.ErrNotExist)
+}

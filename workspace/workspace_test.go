@@ -1034,3 +1034,26 @@ func TestRollbackDamagedSnapshot(t *testing.T) {
 	}
 	f.checkOutside(t)
 }
+
+// TestExists: what a guard asks before a command writes over a path.
+func TestExists(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	os.WriteFile(filepath.Join(dir, "src", "a.go"), []byte("x"), 0o644)
+	os.Symlink("nowhere", filepath.Join(dir, "dangling"))
+	w, err := workspace.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for p, want := range map[string]bool{
+		"src/a.go": true, "src": true, "./src/../src/a.go": true, ".": true,
+		"dangling": false, // a write through it creates its target: nothing is lost
+		"src/b.go": false, "new/dir/f": false,
+		"../outside": true, "/etc/passwd": true, // not resolvable: taken as existing
+	} {
+		if got := w.Exists(p); got != want {
+			t.Errorf("Exists(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
