@@ -71,6 +71,11 @@ func (x *cmd) tar() {
 		x.set(Allow, "allow:build", "", "")
 		if hasFile && file.lit != "-" {
 			x.checkPath(file, writes)
+			// -c writes the archive anew, --delete rewrites it; -r, -u
+			// and -A add to its end.
+			if p.has('c', "--create") || p.has(0, "--delete") {
+				x.destroy(file)
+			}
 		}
 		x.storeAncestors(p.operands) // tar recurses into what it archives
 		if p.has(0, "--remove-files") {
@@ -82,15 +87,25 @@ func (x *cmd) tar() {
 			x.add(Deny, "deny:destructive-outside", "tar -P extracts members at their own absolute paths, anywhere on the system",
 				"Extract without -P: tar then keeps every member inside the directory it extracts to")
 		}
+		x.linked() // members may be links
+		// tar writes over the files it extracts, unless told to keep them
+		// or to write to stdout.
+		over := !p.has('k', "--keep-old-files", "--skip-old-files", "--to-stdout", "--to-command") && !p.has('O')
 		dirs := 0
 		for _, v := range p.values {
 			if v.name == "-C" || v.name == "--directory" {
 				x.checkPath(v.val, writes)
+				if over {
+					x.destroy(v.val)
+				}
 				dirs++
 			}
 		}
 		if dirs == 0 {
 			x.checkPath(literalArg("."), writes)
+			if over {
+				x.destroy(literalArg("."))
+			}
 		}
 	case list:
 		x.set(Allow, "allow:inspect", "", "")
@@ -119,13 +134,13 @@ func (x *cmd) zip() {
 	}
 	x.set(Allow, "allow:build", "", "")
 	if v, ok := p.value("-O", "--output-file"); ok {
-		x.checkPath(v, writes)
+		x.overwrite(v, writes)
 	}
 	if len(p.operands) == 0 {
 		return
 	}
 	if zf := x.args[p.operands[0]]; zf.lit != "-" {
-		x.checkPath(zf, writes)
+		x.overwrite(zf, writes) // zip rewrites an archive that exists
 	}
 	srcs := p.operands[1:]
 	if p.has('r', "--recurse-paths") || p.has('R') {
@@ -145,11 +160,17 @@ func (x *cmd) unzip() {
 		return
 	}
 	x.set(Allow, "allow:build", "", "")
+	x.linked() // members may be links
+	dir := literalArg(".")
 	if d, ok := p.value("-d"); ok {
-		x.checkPath(d, writes)
-		return
+		dir = d
 	}
-	x.checkPath(literalArg("."), writes)
+	x.checkPath(dir, writes)
+	// Without -o, unzip asks before it writes over a file, and with no
+	// one to answer it writes over none.
+	if p.has('o') {
+		x.destroy(dir)
+	}
 }
 
 // compress judges gzip, xz, zstd and the like: each file becomes its
@@ -164,6 +185,9 @@ func (x *cmd) compress() {
 	}
 	if v, ok := p.value("-o", "--output"); ok && v.lit != "-" {
 		x.checkPath(v, writes)
+		if p.has('f', "--force") { // without -f, it refuses a file that exists
+			x.destroy(v)
+		}
 		return
 	}
 	if p.has('c', "--stdout", "--to-stdout") {

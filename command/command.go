@@ -65,6 +65,10 @@ const (
 	// are expanded to in one check, all arguments together; past it, an
 	// argument with braces is taken as only known at run time.
 	MaxBraceWordsTotal = 1024
+	// MaxExistsCalls is the most times one check calls Options.Exists;
+	// past it, every path written over is taken to exist, so that a script
+	// naming thousands of files costs no more than this many stats.
+	MaxExistsCalls = 128
 )
 
 // DefaultWorkspace is where the sandbox mounts the workspace, the
@@ -129,6 +133,14 @@ type Decision struct {
 	// Pos is the 1-based byte offset in the script of the statement that
 	// decided, or 0 when none did (CheckArgv, limits, empty scripts).
 	Pos int `json:"pos,omitempty"`
+	// Destroys says the script deletes, truncates or overwrites data in the
+	// workspace (or may: a glob, a path known only at run time, inline code
+	// that removes or writes files): what the mode's destroy decision then
+	// governs. It is set whatever the Verdict; an Allow with Destroys is
+	// what auto-edit asks about. The walk stops at the first Deny, so a
+	// Deny's Destroys covers the commands judged before it. destroy.go
+	// says what counts.
+	Destroys bool `json:"destroys,omitempty"`
 }
 
 // Options are the facts of the place a command will run in. A nil
@@ -138,6 +150,21 @@ type Options struct {
 	// sandbox, and the directory commands start in. "" means
 	// DefaultWorkspace. A relative path is taken as relative to /.
 	Workspace string
+	// Exists reports whether a workspace-relative, slash-separated path
+	// exists (the gate stats it in the workspace): "." is the workspace
+	// itself, "build/out.txt" a file in it. It should answer as lstat
+	// does, so that a symbolic link counts even when it dangles. Nil:
+	// every path written over is taken to exist (so a truncating write
+	// counts as destroying). It is called at most MaxExistsCalls times a
+	// check, and only for paths inside the workspace.
+	Exists func(rel string) bool
+}
+
+func (o *Options) exists() func(string) bool {
+	if o == nil {
+		return nil
+	}
+	return o.Exists
 }
 
 func (o *Options) workspace() string {

@@ -30,6 +30,7 @@ func (x *cmd) mv() {
 	x.set(Allow, "allow:build", "", "")
 	if t, ok := p.value("-t", "--target-directory"); ok {
 		x.checkPath(t, writes)
+		x.copyInto(t, p.operands)
 	}
 	x.checkPaths(p.operands, deletes) // the sources are gone afterwards
 }
@@ -44,6 +45,13 @@ func (x *cmd) cp() {
 		}
 		x.storeAncestors(srcs)
 	}
+	// A recursive copy keeps the links it copies; -s and -l make them.
+	if p.has('r', "--recursive", "--archive", "--symbolic-link", "--link", "--no-dereference") || strings.ContainsAny(p.flags, "RadPsl") {
+		x.linked()
+	}
+	if u, ok := p.value("--update"); !p.has('n', "--no-clobber") && !(ok && strings.HasPrefix(u.lit, "none")) {
+		x.copyOnto(p)
+	}
 	if t, ok := p.value("-t", "--target-directory"); ok {
 		x.checkPath(t, writes)
 		return
@@ -56,6 +64,10 @@ func (x *cmd) cp() {
 func (x *cmd) ln() {
 	p := parseOpts(x.args, 1, optSpec{short: "tS", long: []string{"--target-directory", "--suffix"}})
 	x.set(Allow, "allow:build", "", "")
+	x.linked()
+	if p.has('f', "--force") {
+		x.copyOnto(p) // without -f, ln refuses a destination that exists
+	}
 	if t, ok := p.value("-t", "--target-directory"); ok {
 		x.checkPath(t, writes)
 		return
@@ -81,6 +93,9 @@ func (x *cmd) tee() {
 	p := parseOpts(x.args, 1, optSpec{long: []string{"--output-error"}})
 	x.set(Allow, "allow:build", "", "")
 	x.checkPaths(p.operands, writes)
+	if !p.has('a', "--append") {
+		x.destroyAll(p.operands)
+	}
 }
 
 func (x *cmd) install() {
@@ -94,6 +109,7 @@ func (x *cmd) install() {
 		x.checkPaths(p.operands, writes)
 		return
 	}
+	x.copyOnto(p)
 	if n := len(p.operands); n >= 1 {
 		x.checkPath(x.args[p.operands[n-1]], writes)
 	}
@@ -160,6 +176,7 @@ func (x *cmd) dd() {
 				b.path = t
 			}
 			x.checkPath(b, changes)
+			x.destroy(b) // conv=notrunc too: it writes over the bytes
 		}
 	}
 }
@@ -196,6 +213,7 @@ func (x *cmd) sed() {
 		ops = ops[1:] // the first operand is the script
 	}
 	x.checkPaths(ops, writes)
+	x.destroyAll(ops) // rewritten in place
 }
 
 func hasPrefixLong(p parsed, prefix string) bool {
@@ -221,7 +239,7 @@ func (x *cmd) sort() {
 		return
 	}
 	if v, ok := p.value("-o", "--output"); ok {
-		x.checkPath(v, writes)
+		x.overwrite(v, writes)
 	}
 }
 
@@ -229,7 +247,7 @@ func (x *cmd) uniq() {
 	p := parseOpts(x.args, 1, optSpec{short: "fsw", long: []string{"--skip-fields", "--skip-chars", "--check-chars"}})
 	x.set(Allow, "allow:inspect", "", "")
 	if len(p.operands) >= 2 {
-		x.checkPath(x.args[p.operands[1]], writes)
+		x.overwrite(x.args[p.operands[1]], writes)
 	}
 }
 

@@ -27,6 +27,9 @@ func FuzzCheck(f *testing.F) {
 		"tar czf out.tgz --checkpoint-action=exec=x dir/", "tar xPf a.tar -C /",
 		`python3 -c "import os; os.system('rm -rf /')"`, `node -e "require('child_process').spawn('rm', ['-rf'"`,
 		"perl -e 'open(F, \">/x\"); `id`'", "awk 'BEGIN { \"id\" | getline; print > \"/x\" }'",
+		"ln -s a l; for i in 1 2; do : > l; done", "cp -t d a b/ {c,d} $e; mv x y/", "perl -pi.bak -e 's/a/b/' *.c",
+		"gawk -i inplace '{print > $1}' f", "git -C sub checkout HEAD~1 -- ':(glob)*.go'", "tar -xkf a.tar -C o",
+		`python3 -c "from pathlib import Path; Path('x').open('w')"`, "find . -name x -exec cp {} {}.bak \\;",
 	} {
 		f.Add(s)
 	}
@@ -52,8 +55,18 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("%s: allow with a code: %+v", what, d)
 			}
 		}
-		check("Check", p.Check(script, nil))
+		plain := p.Check(script, nil)
+		check("Check", plain)
 		check("Check with a workspace", Default().Check(script, &Options{Workspace: "/w"}))
+		// Exists is extra information: it never changes the verdict, and
+		// paths that do not exist never destroy more than paths that do.
+		none := p.Check(script, &Options{Exists: func(string) bool { return false }})
+		if none.Verdict != plain.Verdict || none.Rule != plain.Rule || none.Name != plain.Name || none.Pos != plain.Pos {
+			t.Fatalf("Exists changed the decision: %+v, without it %+v", none, plain)
+		}
+		if none.Destroys && !plain.Destroys {
+			t.Fatalf("Destroys when no path exists but not when every path does: %q", script)
+		}
 		check("CheckArgv", p.CheckArgv(strings.Fields(script), nil))
 	})
 }

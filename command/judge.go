@@ -29,6 +29,7 @@ type cmd struct {
 	cls     finding   // what the name says (ask:network, allow:inspect, ...)
 	extra   []finding // what the arguments say (paths outside, ...), in order
 	done    bool      // a handler reported for itself; finish does nothing
+	step    int       // which command of the check this is, for what it destroys
 }
 
 // systemDirs hold the programs whose names the rules know; /usr/bin/rm is
@@ -73,7 +74,7 @@ func (c *checker) simple(args []arg, f *frame) {
 			"Use a plain variable name, with no [ ] subscript holding $ or a backquote")
 		return
 	}
-	x := &cmd{c: c, name: name, args: args, f: f, trusted: trusted}
+	x := &cmd{c: c, name: name, args: args, f: f, trusted: trusted, step: c.count}
 	switch {
 	case strings.Contains(name, "/"):
 		// ./x, bin/x, ~/x: a program of the workspace or elsewhere, whose
@@ -267,6 +268,9 @@ func (x *cmd) checkPath(a arg, use pathUse) {
 	if pl == inside {
 		x.insidePath(a, use, verb)
 	}
+	if use == deletes {
+		x.destroy(a)
+	}
 	switch pl {
 	case outside:
 		hint := "Write only inside the workspace (" + x.c.ws + ") or /tmp"
@@ -368,17 +372,19 @@ func (c *checker) redirect(r *syntax.Redirect, name string, f *frame) {
 	if c.stop {
 		return
 	}
-	var write bool
+	var write, over bool // over: it truncates or writes over the file
 	switch r.Op {
-	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
-		syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+	case syntax.AppOut, syntax.AppClob, syntax.AppAll, syntax.AppAllClob:
 		write = true
+	case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll, syntax.RdrAllClob, syntax.RdrInOut:
+		write, over = true, true
 	case syntax.RdrIn:
 	case syntax.DplIn, syntax.DplOut:
 		if l := r.Word.Lit(); l == "-" || isFD(strings.TrimSuffix(l, "-")) {
 			return
 		}
 		write = r.Op == syntax.DplOut
+		over = write // >&file is &>file
 	default: // here-documents and here-strings: their words hold no path
 		return
 	}
@@ -396,6 +402,11 @@ func (c *checker) redirect(r *syntax.Redirect, name string, f *frame) {
 		x.name = "the redirection"
 	}
 	x.checkPath(a, writes)
+	if over {
+		c.redirs++
+		x.step = -c.redirs
+		x.destroy(a)
+	}
 	for _, e := range x.extra {
 		c.found(f, e.v, e.rule, name, shown, strings.Replace(e.msg, x.name+" would write to", "the redirection "+op+" would write to", 1), e.hint)
 	}

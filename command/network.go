@@ -100,7 +100,7 @@ func (x *cmd) curl() {
 	for _, n := range []string{"-o", "--output", "-c", "--cookie-jar", "-D", "--dump-header", "--trace", "--trace-ascii", "--stderr", "--libcurl", "--etag-save"} {
 		for _, v := range p.values {
 			if v.name == n && v.val.lit != "-" {
-				x.checkPath(v.val, writes)
+				x.overwrite(v.val, writes)
 			}
 		}
 	}
@@ -113,7 +113,9 @@ func (x *cmd) curl() {
 		}
 		for _, i := range p.operands {
 			if name := urlBase(x.args[i]); name != "" {
-				x.checkPath(joinArg(dir, name), writes)
+				x.overwrite(joinArg(dir, name), writes)
+			} else if !x.args[i].exact() {
+				x.destroy(dir) // a name only known when it runs
 			}
 		}
 	}
@@ -219,6 +221,10 @@ func (x *cmd) wget() {
 	for _, n := range []string{"-O", "--output-document", "-o", "--output-file", "-a", "--append-output", "-P", "--directory-prefix", "--save-cookies"} {
 		if v, ok := p.value(n); ok && v.lit != "-" {
 			x.checkPath(v, writes)
+			// -a appends; -P saves under new names (x.1 beside x).
+			if n != "-a" && n != "--append-output" && n != "-P" && n != "--directory-prefix" {
+				x.destroy(v)
+			}
 		}
 	}
 }

@@ -58,6 +58,19 @@ func (x *cmd) networkWrites() {
 			dest := x.args[p.operands[n-1]]
 			if !strings.Contains(dest.lit, ":") {
 				x.checkPath(dest, writes)
+				x.destroy(dest) // what it copies replaces what is there
+				if x.name == "rsync" {
+					x.linked()
+				}
+			}
+			// rsync --delete removes what the source lacks, and
+			// --remove-source-files the sources.
+			if x.name == "rsync" && (p.has(0, "--del", "--remove-source-files") || hasPrefixLong(p, "--delete")) {
+				for _, i := range p.operands {
+					if a := x.args[i]; !strings.Contains(a.lit, ":") {
+						x.destroy(a)
+					}
+				}
 			}
 		}
 	}
@@ -77,6 +90,7 @@ func (x *cmd) git() {
 		sub = x.args[p.end].lit
 	}
 	rest := parseOpts(x.args, p.end+1, optSpec{})
+	x.gitDestroys(sub, p, rest)
 	switch sub {
 	case "status", "log", "diff", "show", "branch", "rev-parse", "ls-files", "grep", "blame", "describe",
 		"shortlog", "reflog", "show-ref", "cat-file", "ls-tree", "rev-list", "version", "help", "whatchanged", "count-objects":
@@ -89,7 +103,7 @@ func (x *cmd) git() {
 			return
 		}
 		if v, ok := rest.value("--output"); ok {
-			x.checkPath(v, writes)
+			x.overwrite(v, writes)
 		}
 	case "init":
 		// git init writes DIR/.git (or DIR itself, bare), which the
@@ -153,6 +167,17 @@ func (x *cmd) git() {
 // checkout or restore of files over their changes, branch -D, stash drop
 // or clear. It reports whether it did.
 func (x *cmd) gitDataLoss(sub string, rest parsed) bool {
+	what := x.gitLoss(sub, rest)
+	if what == "" {
+		return false
+	}
+	x.set(Ask, "ask:git-data-loss", what, "Ask the user first, or keep the work (commit or stash it) before throwing it away")
+	return true
+}
+
+// gitLoss says how a git subcommand throws away work that exists nowhere
+// else, or "" when it does not.
+func (x *cmd) gitLoss(sub string, rest parsed) string {
 	operand := func(lits ...string) bool {
 		for _, i := range rest.operands {
 			for _, l := range lits {
@@ -177,11 +202,58 @@ func (x *cmd) gitDataLoss(sub string, rest parsed) bool {
 		what = "git branch -D deletes a branch whose commits may exist nowhere else"
 	case sub == "stash" && operand("drop", "clear"):
 		what = "git stash drop or clear deletes stashed changes"
-	default:
-		return false
 	}
-	x.set(Ask, "ask:git-data-loss", what, "Ask the user first, or keep the work (commit or stash it) before throwing it away")
-	return true
+	return what
+}
+
+// gitDestroys records what a git command destroys in the work tree or
+// the repository (destroy.go), whatever its verdict.
+func (x *cmd) gitDestroys(sub string, p, rest parsed) {
+	dir := gitWorkDir(p)
+	switch sub {
+	case "checkout", "switch", "restore", "reset", "merge", "rebase", "pull", "cherry-pick", "revert", "stash",
+		"apply", "am", "worktree", "clone", "bisect", "mv", "rm":
+		x.linked() // the work tree gets the links the commits hold
+	}
+	first := ""
+	if len(rest.operands) > 0 {
+		first = x.args[rest.operands[0]].lit
+	}
+	switch {
+	case x.gitLoss(sub, rest) != "":
+		x.destroy(dir)
+	case sub == "checkout" && !rest.has('b', "--orphan", "--detach") && !rest.has('B'):
+		// checkout BRANCH moves the work tree and keeps its changes;
+		// checkout PATH (or TREE PATH) writes over PATH.
+		x.gitPaths(dir, rest.operands)
+	case sub == "switch" && rest.has('f', "--force", "--discard-changes"),
+		sub == "apply" && !rest.has(0, "--check", "--stat", "--numstat", "--summary", "--cached"),
+		sub == "worktree" && first == "remove",
+		sub == "reflog" && (first == "expire" || first == "delete"),
+		sub == "gc" && hasPrefixLong(rest, "--prune"),
+		sub == "tag" && rest.has('d', "--delete"):
+		x.destroy(dir)
+	case sub == "rm" && !rest.has(0, "--cached"), sub == "mv":
+		x.gitPaths(dir, rest.operands)
+	}
+}
+
+// gitPaths records git writing over or deleting pathspecs, relative to
+// dir: git itself expands glob characters and magic (:/, :(glob)), so
+// those may name any file.
+func (x *cmd) gitPaths(dir arg, idx []int) {
+	for _, i := range idx {
+		a := x.args[i]
+		if !a.exact() || strings.ContainsAny(a.lit, "*?[") || strings.HasPrefix(a.lit, ":") {
+			x.destroy(dir)
+			continue
+		}
+		if strings.HasPrefix(a.lit, "/") {
+			x.destroy(a)
+			continue
+		}
+		x.destroy(joinArg(dir, a.lit))
+	}
 }
 
 // gitPushRewrites reports whether a push forces, mirrors or deletes: a

@@ -30,6 +30,16 @@ type checker struct {
 	// first assignment of a literal holding $( or a backquote.
 	arith     bool
 	codeValue string
+	// What the script destroys (destroy.go): destroys once a deleted or
+	// overwritten path may hold data; fresh when a path written over was
+	// found not to exist, and links when a command may make links through
+	// which such a path reaches existing data.
+	exists      func(rel string) bool
+	existsCalls int
+	destroys    bool
+	fresh       steps
+	links       steps
+	redirs      int // redirections that write over, each a step of its own
 }
 
 // function is a function declared in the script.
@@ -56,7 +66,7 @@ type frame struct {
 
 func (p *Policy) newChecker(opts *Options) *checker {
 	ws := opts.workspace()
-	return &checker{p: p, ws: ws, cwd: ws}
+	return &checker{p: p, ws: ws, cwd: ws, exists: opts.exists()}
 }
 
 var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
@@ -83,9 +93,10 @@ func (c *checker) finishScript() {
 
 func (c *checker) decision() Decision {
 	if !c.have {
-		return Decision{Verdict: Allow, Rule: "allow:empty"}
+		return Decision{Verdict: Allow, Rule: "allow:empty", Destroys: c.destroyed()}
 	}
 	d := c.best
+	d.Destroys = c.destroyed()
 	if d.Code == "" {
 		switch d.Verdict {
 		case Deny:

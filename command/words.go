@@ -32,6 +32,7 @@ type arg struct {
 	braces   bool  // an unquoted brace expansion
 	fdPath   bool  // the word is a process substitution: a /dev/fd path
 	subst    bool  // some part is a command or process substitution: another command's output
+	found    bool  // find's {}: a path beneath a starting point, whichever files find selects
 	alts     []arg // with braces: the words it expands to, unless too many
 }
 

@@ -113,6 +113,9 @@ func (x *cmd) time() {
 	p := parseOpts(x.args, 1, optSpec{short: "fo", long: []string{"--format", "--output"}, stop: true})
 	if v, ok := p.value("-o", "--output"); ok {
 		x.checkPath(v, writes)
+		if !p.has('a', "--append") {
+			x.destroy(v)
+		}
 	}
 	x.inner(p.end, true)
 }
@@ -215,7 +218,7 @@ func (x *cmd) find() {
 			}
 		case "-fprint", "-fprint0", "-fls", "-fprintf":
 			if i+1 < len(x.args) {
-				x.checkPath(x.args[i+1], writes)
+				x.overwrite(x.args[i+1], writes)
 			}
 		case "-exec", "-execdir", "-ok", "-okdir":
 			j := i + 1
@@ -282,7 +285,9 @@ func beneath(start arg, narrowed bool) arg {
 		return start
 	}
 	if narrowed {
-		return joinArg(start, "{}")
+		a := joinArg(start, "{}")
+		a.found = true
+		return a
 	}
 	all := joinArg(start, "*")
 	all.glob, all.pattern = true, escapeGlob(start.path)+"/*"
