@@ -20,10 +20,10 @@ import (
 //   - every path a command truncates or writes over: > and >| and &>
 //     redirections (not >>), <> (it may write over what is there), tee
 //     without -a, dd of=, sort -o, uniq's output, cp, install and ln -f
-//     onto an existing path (cp -n and --update=none do not), sed -i on
-//     its files, tar -c/--delete on its archive file, zip onto an existing
-//     archive, tar -x (unless -k, --skip-old-files or -O) and unzip -o
-//     into an existing directory, find
+//     onto an existing path (cp -n and --update=none do not), sed -i,
+//     perl -i, ruby -i and gawk -i inplace on their files, tar -c/--delete
+//     on its archive file, zip onto an existing archive, tar -x (unless -k,
+//     --skip-old-files or -O) and unzip -o into an existing directory, find
 //     -fprint, time -o, git --output, curl -o/-O/-c/-D, wget -O/-o and
 //     --save-cookies, compressors' -o with -f, and scp or rsync onto an
 //     existing destination (rsync --delete and --remove-source-files always);
@@ -36,6 +36,12 @@ import (
 //     braces, a word only known at run time ($x, $(...), xargs's input),
 //     find's {}, a relative path after cd to a directory only known at run
 //     time, and git pathspecs with glob characters or magic (':');
+//   - inline code (python -c, node -e, perl -e, awk programs, ...) that
+//     deletes, renames or writes files (os.remove, shutil.rmtree, unlink,
+//     fs.rmSync, fs.writeFileSync, File.write, open(p, 'w'), open(F, '>p'),
+//     awk's print > f), whatever Exists says: a scanner of tokens cannot be
+//     sure which path the code names. Code that only appends (open(p, 'a'),
+//     appendFileSync), makes directories or changes modes does not destroy.
 //
 // Not destroying: reads; creating a path that does not exist (Exists
 // says so); mkdir, touch, chmod, chown; appends; a build's or a

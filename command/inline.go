@@ -221,6 +221,7 @@ func (x *cmd) inlineCode(codes []arg) {
 	total := 0
 	for _, c := range codes {
 		if !c.exact() {
+			x.c.destroyByCode("", false) // code unseen may do anything
 			x.set(Ask, "ask:inline-code", x.name+" runs inline code that is only known when it runs ("+c.text+")",
 				"Save the code to a file in the workspace and run that file")
 			return
@@ -228,6 +229,7 @@ func (x *cmd) inlineCode(codes []arg) {
 		total += len(c.lit)
 	}
 	if total > MaxInlineBytes {
+		x.c.destroyByCode("", false)
 		x.set(Ask, "ask:inline-code", fmt.Sprintf("%s runs %d bytes of inline code, over the %d this check reads (MaxInlineBytes)", x.name, total, MaxInlineBytes),
 			"Save the code to a file in the workspace and run that file")
 		return
@@ -246,6 +248,7 @@ func (x *cmd) inlineCode(codes []arg) {
 func (x *cmd) scanInline(src string, lg lang) bool {
 	low := strings.ToLower(src)
 	toks := tokenize(src)
+	x.codeDestroys(toks, low, lg)
 	// Every string literal is a word the command holds: credential
 	// stores, /dev/tcp, raw disks, metadata addresses, daemon sockets.
 	for _, t := range toks {

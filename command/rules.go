@@ -267,6 +267,7 @@ func stdinPath(p string) bool {
 func (x *cmd) awk() {
 	p := parseOpts(x.args, 1, optSpec{short: "fvF", long: []string{"--file", "--assign", "--field-separator"}})
 	x.set(Allow, "allow:build", "", "")
+	x.awkInPlace()
 	if _, ok := p.value("-f", "--file"); ok {
 		return // the program is a file: like python FILE
 	}

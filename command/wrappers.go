@@ -434,6 +434,17 @@ func (x *cmd) interpreter() {
 			codes = append(codes, v.val)
 		}
 	}
+	if inPlace(x.name, x.args[1:p.end]) {
+		// perl -pi -e CODE FILES, perl -i SCRIPT FILES: each file is
+		// rewritten.
+		files := p.end
+		if len(codes) == 0 {
+			files++
+		}
+		for i := files; i < len(x.args); i++ {
+			x.destroy(x.args[i])
+		}
+	}
 	if x.name == "deno" && p.end+1 < len(x.args) && x.args[p.end].lit == "eval" {
 		q := parseOpts(x.args, p.end+1, optSpec{stop: true})
 		if q.end < len(x.args) {
