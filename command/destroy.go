@@ -103,19 +103,28 @@ func (x *cmd) destroy(a arg) {
 		}
 		return
 	}
-	switch pl, _ := c.locate(a); {
-	case pl == unknown:
+	if a.dyn {
+		if pl, _ := c.locate(a); pl != outside {
+			c.destroys = true
+		}
+		return
+	}
+	x.destroyPath(a.path, a.glob || a.found)
+}
+
+// destroyPath is destroy for a path known before the script runs; many
+// says it stands for whichever files match it (a glob, find's {}).
+func (x *cmd) destroyPath(p string, many bool) {
+	c := x.c
+	abs, ok := c.resolve(p)
+	switch {
+	case !ok: // relative to a directory only known at run time
 		c.destroys = true
-	case pl != inside:
-	case a.dyn || a.glob || a.found:
+	case c.where(abs) != inside:
+	case many || c.exist(abs):
 		c.destroys = true
 	default:
-		abs, _ := c.resolve(a.path)
-		if c.exist(abs) {
-			c.destroys = true
-		} else {
-			c.fresh.add(x.step)
-		}
+		c.fresh.add(x.step)
 	}
 }
 
@@ -146,7 +155,7 @@ func (x *cmd) overwrite(a arg, use pathUse) {
 }
 
 // copyOnto records what cp, install and ln -f write over: with a target
-// directory (-t DIR, several sources, or a destination ending in /),
+// directory (-t DIR, several sources, or a destination such as dir/ or .),
 // DIR/NAME for each source; else the destination itself, file or
 // directory.
 func (x *cmd) copyOnto(p parsed) {
@@ -159,11 +168,17 @@ func (x *cmd) copyOnto(p parsed) {
 	case n == 1 && x.name == "ln":
 		// ln -sf ../x makes ./x.
 		x.copyInto(literalArg("."), p.operands)
-	case n == 2 && !strings.HasSuffix(x.args[p.operands[1]].lit, "/"):
+	case n == 2 && !isDir(x.args[p.operands[1]].lit):
 		x.destroy(x.args[p.operands[1]])
 	case n >= 2:
 		x.copyInto(x.args[p.operands[n-1]], p.operands[:n-1])
 	}
+}
+
+// isDir reports a path that can only name a directory: one ending in /,
+// ., or ..
+func isDir(p string) bool {
+	return strings.HasSuffix(p, "/") || p == "." || p == ".." || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
 }
 
 // copyInto records what copying the sources into dir writes over: dir/NAME
@@ -177,7 +192,7 @@ func (x *cmd) copyInto(dir arg, srcs []int) {
 			x.destroy(dir)
 			continue
 		}
-		x.destroy(joinArg(dir, base))
+		x.destroyPath(path.Join(dir.path, base), false)
 	}
 }
 
