@@ -3,6 +3,9 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"airlock.dev/airlock/command"
@@ -11,6 +14,7 @@ import (
 	"airlock.dev/airlock/sandbox"
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/tools"
+	"airlock.dev/airlock/workspace"
 )
 
 // countingSandbox counts the commands that reach it: the gate must let
@@ -88,5 +92,49 @@ func TestCommandGuardNilPolicyDenies(t *testing.T) {
 	res := g.Call(context.Background(), tool.Call{Tool: "run_command", Args: json.RawMessage(`{"command":"ls"}`), Mode: "auto"})
 	if res.Decision != "deny" || sb.runs != 0 {
 		t.Fatalf("with no command policy: decision %s, runs %d; want deny, 0", res.Decision, sb.runs)
+	}
+}
+
+// TestDestroyingCommands: a command the command policy allows but marks
+// as destroying workspace data takes the mode's destroy decision:
+// auto-edit asks, auto runs it. Whether a path written over exists is
+// read from the workspace, so a new output file is no loss.
+func TestDestroyingCommands(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	os.WriteFile(filepath.Join(dir, "src", "main.go"), []byte("package main\n"), 0o644)
+	ws, err := workspace.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	sb := &countingSandbox{}
+	reg := tool.NewRegistry()
+	if err := reg.Register(tools.RunCommand(sb, dir, nil)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Commands: command.Default(), Workspace: ws, Without: bare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ line, mode, want string }{
+		{"rm src/main.go", "auto-edit", "ask"},
+		{": > src/main.go", "auto-edit", "ask"},
+		{"sed -i d src/main.go", "auto-edit", "ask"},
+		{"find . -name '*.go' -delete", "auto-edit", "ask"},
+		{"rm src/main.go", "auto", "allow"},
+		{"go test ./... > out.txt", "auto-edit", "allow"},
+		{"ls src", "auto-edit", "allow"},
+	} {
+		before := sb.runs
+		args, _ := json.Marshal(map[string]string{"command": c.line})
+		res := g.Call(context.Background(), tool.Call{Tool: "run_command", Args: args, Mode: c.mode})
+		if res.Decision != c.want {
+			t.Errorf("%q in %s: %s %s %+v, want %s", c.line, c.mode, res.Decision, res.Rule, res.Error, c.want)
+		}
+		if c.want == "ask" && (res.Rule != "mode:"+c.mode || res.Error == nil || res.Error.Code != tool.CodeApprovalRequired ||
+			!strings.Contains(res.Error.Message, "writes over files in the workspace") || sb.runs != before) {
+			t.Errorf("%q in %s: rule %q, error %+v, ran %v; want the mode's destroy ask, nothing run", c.line, c.mode, res.Rule, res.Error, sb.runs != before)
+		}
 	}
 }

@@ -209,9 +209,31 @@ func (g *Gate) urlGuard(ctx context.Context, c *call, name string) *tool.Error {
 // in ask mode and runs in auto-edit and auto.
 func (g *Gate) commandGuard(c *call) *tool.Error {
 	line, _ := c.args[c.entry.tool.CommandArg].(string)
-	d := g.opts.Commands.Check(line, nil) // a nil policy denies
+	var opts command.Options
+	if ws := g.opts.Workspace; ws != nil {
+		opts.Exists = ws.Exists
+	} // else every path written over is taken to exist
+	d := g.opts.Commands.Check(line, &opts) // a nil policy denies
 	switch d.Verdict {
 	case command.Allow:
+		if d.Destroys && c.verdict.Action == policy.Allow {
+			// A command's changes cannot be rolled back: the mode's
+			// destroy decision (auto-edit asks) governs what it deletes,
+			// truncates or writes over.
+			dd := g.opts.Policy.Destroy(c.Mode)
+			who := d.Name
+			if who == "" {
+				who = "the command"
+			}
+			dd.Reason = fmt.Sprintf("%s deletes, truncates or writes over files in the workspace; %s", who, dd.Reason)
+			if dd.Action == policy.Deny {
+				c.verdict = dd
+				return decisionError(dd)
+			}
+			if dd.Action == policy.Ask {
+				c.verdict = dd
+			}
+		}
 		return nil
 	case command.Ask:
 		switch c.verdict.Action {
