@@ -484,6 +484,13 @@ func TestRules(t *testing.T) {
 		{"awk 'BEGIN { system(\"rm -rf /\") }'", deny("deny:destructive-outside", "rm")},
 		{"awk '{ print | \"sh\" }' x", deny("deny:pipe-to-shell", "sh")},
 		{"awk '{ print | $2 }' x", ask("ask:inline-code", "awk")},
+		// gawk's options that take a value are not the program; its
+		// program text may come from -e/--source.
+		{"gawk -i inplace 'BEGIN{system(\"rm -rf /\")}' f", deny("deny:destructive-outside", "rm")},
+		{"gawk --source='BEGIN{system(\"rm -rf /\")}'", deny("deny:destructive-outside", "rm")},
+		{"gawk -e 'BEGIN{print 1}' -e 'BEGIN{system(\"rm -rf /\")}'", deny("deny:destructive-outside", "rm")},
+		{"gawk -l ordchr 'BEGIN{}'", ask("ask:inline-code", "gawk")},
+		{"gawk -i lib.awk '{print}' f", ask("ask:inline-code", "gawk")},
 		{"sort --compress-program=sh x", ask("ask:unknown", "sort")},
 		{"git grep -Ovim x", ask("ask:unknown", "git")},
 

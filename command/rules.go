@@ -265,30 +265,61 @@ func stdinPath(p string) bool {
 // awk is a build tool, but its program may run shell commands: system(),
 // print | "cmd", "cmd" | getline. Those are asked about.
 func (x *cmd) awk() {
-	p := parseOpts(x.args, 1, optSpec{short: "fvF", long: []string{"--file", "--assign", "--field-separator"}})
+	// gawk's options too: -e/--source give program text, -f/--file and
+	// -E/--exec a program file, -i/--include an awk library, -l/--load a
+	// compiled extension. Each takes a value, which is not the program.
+	p := parseOpts(x.args, 1, optSpec{short: "fvFiEel", long: []string{"--file", "--assign", "--field-separator",
+		"--include", "--source", "--exec", "--load"}})
 	x.set(Allow, "allow:build", "", "")
 	x.awkInPlace()
-	if _, ok := p.value("-f", "--file"); ok {
-		return // the program is a file: like python FILE
-	}
-	if len(p.operands) == 0 {
+	if _, ok := p.value("-l", "--load"); ok {
+		x.set(Ask, "ask:inline-code", x.name+" --load runs a compiled extension, whose code this check cannot see",
+			"Run "+x.name+" without --load, or ask the user to approve it")
 		return
 	}
-	prog := x.args[p.operands[0]]
+	for _, v := range p.values {
+		if (v.name == "-i" || v.name == "--include") && strings.TrimSuffix(v.val.lit, ".awk") != "inplace" {
+			x.set(Ask, "ask:inline-code", x.name+" --include runs the awk library "+v.val.text+", whose code this check cannot see",
+				"Run "+x.name+" without --include, or ask the user to approve it")
+			return
+		}
+	}
+	var progs []arg
+	for _, v := range p.values {
+		if v.name == "-e" || v.name == "--source" {
+			progs = append(progs, v.val)
+		}
+	}
+	_, fromFile := p.value("-f", "--file", "-E", "--exec")
+	if len(progs) == 0 && !fromFile && len(p.operands) > 0 {
+		progs = append(progs, x.args[p.operands[0]])
+	}
+	for _, prog := range progs {
+		if !x.awkProgram(prog) {
+			return
+		}
+	}
+}
+
+// awkProgram judges one awk program given on the command line; false
+// when it decided the command (a deny or an ask).
+func (x *cmd) awkProgram(prog arg) bool {
 	if !prog.exact() {
 		x.inlineCode([]arg{prog})
-		return
+		return false
 	}
 	if len(prog.lit) > MaxInlineBytes || x.scanInline(prog.lit, langAwk) {
 		if len(prog.lit) > MaxInlineBytes {
 			x.inlineCode([]arg{prog})
 		}
-		return
+		return false
 	}
 	if strings.Contains(prog.lit, "system") || strings.Contains(prog.lit, "|") {
 		x.set(Ask, "ask:inline-code", x.name+"'s program may run shell commands (system, pipes) that are only known when it runs",
 			"Do the work with "+x.name+" alone, without system() or pipes, or run the commands directly")
+		return false
 	}
+	return true
 }
 
 // grep reads; a recursive grep over a directory that holds a credential
