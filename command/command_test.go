@@ -853,6 +853,10 @@ func TestGitDataLoss(t *testing.T) {
 		{"git reset --hard", ask("ask:git-data-loss", "git")},
 		{"git reset --hard HEAD~3", ask("ask:git-data-loss", "git")},
 		{"git clean -fdx", ask("ask:git-data-loss", "git")},
+		// Outside the workspace a repository is not the workspace's to
+		// lose: denied, not asked.
+		{"git -C /etc clean -fdx", deny("deny:destructive-outside", "git")},
+		{"git --work-tree=/home/u reset --hard", deny("deny:destructive-outside", "git")},
 		{"git clean --force -d", ask("ask:git-data-loss", "git")},
 		{"git checkout -- .", ask("ask:git-data-loss", "git")},
 		{"git checkout .", ask("ask:git-data-loss", "git")},

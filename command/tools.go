@@ -117,6 +117,7 @@ func (x *cmd) git() {
 	case "add", "commit", "checkout", "switch", "restore", "stash", "mv", "rm", "merge", "rebase", "reset",
 		"cherry-pick", "revert", "tag", "clean", "apply", "am", "format-patch", "notes", "bisect", "worktree", "gc", "mergetool":
 		x.set(Allow, "allow:build", "", "")
+		x.gitDir(p) // first: a repository outside the workspace is denied, data loss or not
 		if x.gitDataLoss(sub, rest) {
 			return
 		}
@@ -124,7 +125,6 @@ func (x *cmd) git() {
 			x.set(Ask, "ask:unknown", "git bisect run runs a command of its own at every step", "Run the test command directly, or ask the user to approve it")
 			return
 		}
-		x.gitDir(p)
 	case "config":
 		if rest.has(0, "--global", "--system", "--file") || rest.has('f') {
 			x.set(Ask, "ask:unknown", "git config outside the repository changes git for every repository",
