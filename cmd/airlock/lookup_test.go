@@ -2,24 +2,15 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
-	"net"
+	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
-	"golang.org/x/net/dns/dnsmessage"
-	"golang.org/x/sys/unix"
-
+	"airlock.dev/airlock/netnstest"
 	"airlock.dev/airlock/tool"
 )
 
@@ -31,7 +22,7 @@ const lookupNamespaceEnv = "AIRLOCK_TEST_LOOKUP_NAMESPACE"
 // lookupAnswer is the address the test's DNS server gives every A
 // query: private, so that a call that runs is refused at dial time, and
 // nothing is ever sent to it.
-var lookupAnswer = [4]byte{10, 0, 0, 5}
+var lookupAnswer = netip.AddrFrom4([4]byte{10, 0, 0, 5})
 
 // TestNoLookupBeforeRun: a host name a model chose is resolved only once
 // the call may run. A DNS query is itself a message out (its labels can
@@ -45,28 +36,12 @@ var lookupAnswer = [4]byte{10, 0, 0, 5}
 // processes the test starts there reach that server and nothing else.
 // It needs root (CAP_SYS_ADMIN); without it the test fails, never skips.
 func TestNoLookupBeforeRun(t *testing.T) {
-	if outer := os.Getenv(lookupNamespaceEnv); outer != "" {
+	if outer, inside := netnstest.Inside(lookupNamespaceEnv); inside {
 		lookupInNamespace(t, outer)
 		return
 	}
-	exe, err := os.Executable()
+	out, err := netnstest.Reexec(t, "^TestNoLookupBeforeRun$", lookupNamespaceEnv, nil)
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^TestNoLookupBeforeRun$", "-test.count=1", "-test.v")
-	outer, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = append(os.Environ(), lookupNamespaceEnv+"="+outer)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			t.Fatalf("starting the test in a new network and mount namespace failed (%v): this test needs root, "+
-				"or CAP_SYS_ADMIN, to create them; run it as root", err)
-		}
 		t.Fatalf("inside the namespaces: %v\n%s", err, out)
 	}
 	t.Logf("inside the namespaces:\n%s", out)
@@ -75,15 +50,9 @@ func TestNoLookupBeforeRun(t *testing.T) {
 // lookupInNamespace is the test proper, in its own namespaces; outer
 // names the mount namespace of the process that started it.
 func lookupInNamespace(t *testing.T, outer string) {
-	isolated(t, outer)
-	dns := startDNS(t)
-	conf := filepath.Join(t.TempDir(), "resolv.conf")
-	if err := os.WriteFile(conf, []byte("nameserver 127.0.0.1\noptions timeout:2 attempts:1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount(conf, "/etc/resolv.conf", "", unix.MS_BIND, ""); err != nil {
-		t.Fatalf("bind-mounting the test's resolv.conf: %v", err)
-	}
+	netnstest.Isolate(t, outer)
+	dns := netnstest.StartDNS(t, func(string) (netip.Addr, bool) { return lookupAnswer, true })
+	netnstest.UseResolver(t)
 
 	ws := t.TempDir()
 	// AIRLOCK_TEST_SCRIPT keeps TestMain, which the airlock copy of the
@@ -135,7 +104,7 @@ func lookupInNamespace(t *testing.T, outer string) {
 	}
 	wantNoQuery := func(what, h string) {
 		t.Helper()
-		if n := dns.count(h); n != 0 {
+		if n := dns.Count(h); n != 0 {
 			t.Errorf("%s: %d DNS queries for %s, want none before the call may run", what, n, h)
 		}
 	}
@@ -176,8 +145,8 @@ func lookupInNamespace(t *testing.T, outer string) {
 	if code(got) != "egress_denied" || !strings.Contains(got.Error.Message, "resolves to 10.0.0.5") {
 		t.Fatalf("a web_fetch in mode auto: %s %+v, want egress_denied for the address it resolved to", got.Decision, got.Error)
 	}
-	if dns.count(ran) == 0 {
-		t.Fatalf("a call that ran sent no DNS query for %s: the counter does not count (queries seen: %q)", ran, dns.all())
+	if dns.Count(ran) == 0 {
+		t.Fatalf("a call that ran sent no DNS query for %s: the counter does not count (queries seen: %q)", ran, dns.Names())
 	}
 
 	reused := host("denied by the ledger")
@@ -199,156 +168,7 @@ func lookupInNamespace(t *testing.T, outer string) {
 	if code(got) != "egress_denied" || !strings.Contains(got.Error.Message, "resolves to 10.0.0.5") {
 		t.Fatalf("the approved web_fetch: %s %+v, want it run and refused at the dial", got.Decision, got.Error)
 	}
-	if dns.count(asked) == 0 {
+	if dns.Count(asked) == 0 {
 		t.Fatalf("the approved call sent no DNS query for %s", asked)
 	}
-}
-
-// isolated makes sure the process is in namespaces of its own before it
-// binds port 53 or mounts over /etc/resolv.conf: a network namespace with
-// only loopback (brought up here) and a mount namespace whose mounts do
-// not propagate back to the host's.
-func isolated(t *testing.T, outer string) {
-	t.Helper()
-	self, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil || self == outer {
-		t.Fatalf("not in a mount namespace of its own (%s, %v); refusing to touch /etc/resolv.conf", self, err)
-	}
-	ifs, err := net.Interfaces()
-	if err != nil || len(ifs) != 1 || ifs[0].Flags&net.FlagLoopback == 0 {
-		t.Fatalf("not in a network namespace of its own: interfaces %v (%v)", ifs, err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		t.Fatalf("making the mounts private: %v", err)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq(ifs[0].Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		t.Fatal(err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		t.Fatalf("bringing up loopback: %v", err)
-	}
-}
-
-// dnsCounter is a DNS server that records the name of every query and
-// answers each A query with lookupAnswer, other types with no records.
-type dnsCounter struct {
-	mu    sync.Mutex
-	names []string
-}
-
-// maxDNSMessage bounds one DNS message the test's server reads.
-const maxDNSMessage = 64 << 10
-
-func startDNS(t *testing.T) *dnsCounter {
-	t.Helper()
-	d := &dnsCounter{}
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:53")
-	if err != nil {
-		t.Fatalf("listening on 127.0.0.1:53/udp: %v", err)
-	}
-	l, err := net.Listen("tcp4", "127.0.0.1:53")
-	if err != nil {
-		t.Fatalf("listening on 127.0.0.1:53/tcp: %v", err)
-	}
-	t.Cleanup(func() { pc.Close(); l.Close() })
-	go func() {
-		buf := make([]byte, maxDNSMessage)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if out := d.answer(buf[:n]); out != nil {
-				pc.WriteTo(out, from)
-			}
-		}
-	}()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				for {
-					var size [2]byte
-					if _, err := io.ReadFull(c, size[:]); err != nil {
-						return
-					}
-					msg := make([]byte, binary.BigEndian.Uint16(size[:]))
-					if _, err := io.ReadFull(c, msg); err != nil {
-						return
-					}
-					out := d.answer(msg)
-					if out == nil {
-						return
-					}
-					c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(out))), out...))
-				}
-			}()
-		}
-	}()
-	return d
-}
-
-func (d *dnsCounter) answer(msg []byte) []byte {
-	var p dnsmessage.Parser
-	h, err := p.Start(msg)
-	if err != nil {
-		return nil
-	}
-	q, err := p.Question()
-	if err != nil {
-		return nil
-	}
-	d.mu.Lock()
-	d.names = append(d.names, strings.ToLower(strings.TrimSuffix(q.Name.String(), ".")))
-	d.mu.Unlock()
-	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true,
-		RecursionDesired: h.RecursionDesired, RecursionAvailable: true})
-	if b.StartQuestions() != nil || b.Question(q) != nil || b.StartAnswers() != nil {
-		return nil
-	}
-	if q.Type == dnsmessage.TypeA {
-		rh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
-		if b.AResource(rh, dnsmessage.AResource{A: lookupAnswer}) != nil {
-			return nil
-		}
-	}
-	out, err := b.Finish()
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-// count is how many queries named host, or a name under it.
-func (d *dnsCounter) count(host string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for _, name := range d.names {
-		if name == host || strings.HasSuffix(name, "."+host) {
-			n++
-		}
-	}
-	return n
-}
-
-func (d *dnsCounter) all() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]string(nil), d.names...)
 }
