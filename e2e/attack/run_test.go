@@ -34,8 +34,10 @@ const (
 	credsFile  = "airlock-credentials.yaml"
 )
 
-// runDeadline bounds one scenario's run in one mode.
-const runDeadline = 60 * time.Second
+// runDeadline bounds one scenario's run in one mode: far above what one
+// takes (the slowest, which floods the session's memory, takes seconds),
+// so that only a hung run meets it.
+const runDeadline = 3 * time.Minute
 
 // run is one scenario in one mode: its workspace, its secrets, and what
 // happened.
