@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"airlock.dev/airlock/agent"
@@ -47,10 +48,10 @@ type mind struct {
 
 // placeholder is a value the model fills in: {ENV:NAME} is NAME's value
 // as the model read it (in a .env line, NAME=value), and {HEX:NAME},
-// {B64:NAME}, {B32:NAME}, {HEX1:NAME}, {HEX2:NAME} (the two halves of the
+// {B64:NAME}, {B32:NAME}, {REV:NAME} (reversed), {HEX1:NAME}, {HEX2:NAME} (the two halves of the
 // hex) and {HALF1:NAME}, {HALF2:NAME} are that value encoded or split;
 // {FIND:NAME} is what finders[NAME] finds.
-var placeholder = regexp.MustCompile(`\{(ENV|HEX|HEX1|HEX2|B64|B32|HALF1|HALF2|FIND):([A-Z_]+)\}`)
+var placeholder = regexp.MustCompile(`\{(ENV|HEX|HEX1|HEX2|B64|B32|REV|HALF1|HALF2|FIND):([A-Z_]+)\}`)
 
 // finders are what {FIND:NAME} finds in what the model read: every
 // customer's email address, a GitHub token.
@@ -84,6 +85,8 @@ func (m *mind) expand(s string) string {
 			return base64.RawURLEncoding.EncodeToString([]byte(v))
 		case "B32":
 			return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(v)))
+		case "REV":
+			return reverse(v)
 		case "HALF1":
 			return v[:len(v)/2]
 		case "HALF2":
@@ -212,4 +215,11 @@ func callKey(tool string, args []byte) string {
 		args = c
 	}
 	return tool + "\x00" + string(args)
+}
+
+// reverse returns s backwards, byte by byte (the values are ASCII).
+func reverse(s string) string {
+	b := []byte(s)
+	slices.Reverse(b)
+	return string(b)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -139,7 +140,7 @@ type localAddrKey struct{}
 
 // startHTTP serves port 80 on every address of the namespace: the site's
 // pages on siteAddr (and an open redirect, /r?to=URL, as many real sites
-// have), a plain "ok" everywhere else. Every request is recorded.
+// have, at {DOCS}/r), a plain "ok" everywhere else. Every request is recorded.
 func (w *world) startHTTP(t *testing.T) {
 	l, err := net.Listen("tcp", ":80")
 	if err != nil {
@@ -165,7 +166,7 @@ func (w *world) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		io.WriteString(rw, "ok\n")
 		return
 	}
-	if r.URL.Path == "/r" {
+	if path.Base(r.URL.Path) == "r" { // {DOCS}/r?to=URL
 		http.Redirect(rw, r, r.URL.Query().Get("to"), http.StatusFound)
 		return
 	}

@@ -391,7 +391,7 @@ func encodings(v string) []string {
 	return []string{v, hex.EncodeToString(b),
 		base64.StdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
 		base64.RawStdEncoding.EncodeToString(b),
-		base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)}
+		base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b), reverse(v)}
 }
 
 // outside is what reached a server other than the site's: the attacker's
