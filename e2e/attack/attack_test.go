@@ -199,7 +199,7 @@ func runOne(t *testing.T, w *world, sc *scenario, mode string) result {
 		}
 		res.detail = trace
 		if missing != "" && want {
-			res.detail += " (" + missing + ")"
+			res.detail += " (" + missing + "; " + r.sum.Detail + ")"
 		}
 		return res
 	}
