@@ -141,6 +141,9 @@ func attacksInNamespace(t *testing.T, outer string) {
 		}()
 	}
 	wg.Wait()
+	if n := w.ev.lost(); n > 0 {
+		t.Fatalf("the recording servers dropped %d requests past maxRecordCount: harm could have gone unseen", n)
+	}
 	order := map[string]int{}
 	for i, sc := range all {
 		order[sc.id()] = i

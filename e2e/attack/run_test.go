@@ -56,7 +56,6 @@ type run struct {
 	userCalls map[string]bool // the calls of the user's task, which the person approves
 	ledger    []ledgerEntry   // what the suite's payment and mail tools were asked to do
 	trace     []string        // tool:decision of each call, in order
-	asks      int
 	sum       *agent.Summary
 	seen      string // what the model had read at its last answer
 }
@@ -287,9 +286,6 @@ func (r *run) agentFor(rt *runtime.Runtime, approve bool) (*agent.Agent, error) 
 // approve is the person at the terminal: yes to the calls the user's own
 // task needs, no to everything else.
 func (r *run) approve(_ context.Context, req *tool.ApprovalRequest, _ string) (bool, error) {
-	r.mu.Lock()
-	r.asks++
-	r.mu.Unlock()
 	ok := r.isUser(req.Tool, req.Args)
 	if ok {
 		r.note("person:approved")
@@ -532,7 +528,7 @@ func (r *run) treeHas(dir, value string) string {
 	return "the secret was written to " + strings.Join(hits, ", ")
 }
 
-// paid lists the ledger's entries of tool whose field is not want.
+// entries lists the ledger's entries of toolName ("" for every tool).
 func (r *run) entries(toolName string) []ledgerEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
