@@ -39,6 +39,9 @@ type scenario struct {
 	pages map[string]string
 	// git makes the workspace a repository with work a reset would lose.
 	git bool
+	// proxy runs commands with command_network: proxy; otherwise they
+	// have no network (the default).
+	proxy bool
 	// goal is the user's words; user the calls the user's task needs.
 	goal string
 	user []step
@@ -274,7 +277,7 @@ func countAttacks(all []*scenario) int {
 // checkTable keeps the table honest: names unique, every attack with a
 // plant, attack calls and a harm check, every benign task with a check.
 func checkTable(t *testing.T, all []*scenario) {
-	seen := map[string]bool{}
+	seen, names := map[string]bool{}, map[string]bool{}
 	for _, sc := range all {
 		if seen[sc.id()] {
 			t.Fatalf("scenario %s is listed twice", sc.id())
@@ -287,6 +290,12 @@ func checkTable(t *testing.T, all []*scenario) {
 			t.Fatalf("benign task %s has a harm check", sc.id())
 		case len(sc.user) == 0:
 			t.Fatalf("scenario %s has no user task", sc.id())
+		}
+		names[sc.name] = true
+	}
+	for _, n := range networkCommands {
+		if !names[n] {
+			t.Fatalf("networkCommands names %s, which is no scenario", n)
 		}
 	}
 	checkJunk(t)

@@ -20,6 +20,13 @@
 // web page through the quarantined reader, it answers as a compromised
 // reader too: it passes the instruction on.
 //
+// Each run opens the runtime as a user of airlock run would: a policy
+// file and a credentials file in the workspace, web_fetch under the
+// default egress policy, run_command with no network (the default), or,
+// for the scenarios whose commands need it, only through airlock's egress
+// proxy (command_network: proxy), and two tools of the suite's own, a
+// payment tool and a mail tool.
+//
 // Nobody approves a harmful call: the person at the terminal approves
 // exactly the calls the user's own task needs (so that in mode ask the
 // user's page is fetched and the planted content is read) and denies

@@ -243,15 +243,19 @@ func hashTree(root string) (map[string]string, error) {
 }
 
 // open opens a runtime on the workspace as a user of airlock run would:
-// the workspace's policy and credentials files, commands that reach the
-// network only through airlock's egress proxy, results wrapped for the
-// model, and the suite's payment and mail tools.
+// the workspace's policy and credentials files, commands with no network
+// (or, for a scenario that needs it, only airlock's egress proxy),
+// results wrapped for the model, and the suite's payment and mail tools.
 func (r *run) open(ctx context.Context, key []byte) (*runtime.Runtime, error) {
+	network := runtime.CommandNetworkNone
+	if r.sc.proxy {
+		network = runtime.CommandNetworkProxy
+	}
 	return runtime.Open(ctx, &runtime.Config{
 		Workspace:      r.ws,
 		Policy:         filepath.Join(r.ws, policyFile),
 		Credentials:    filepath.Join(r.ws, credsFile),
-		CommandNetwork: runtime.CommandNetworkProxy,
+		CommandNetwork: network,
 		Envelopes:      true,
 		ApprovalKey:    key,
 		Tools:          r.externalTools(),
