@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,14 @@ const namespaceEnv = "AIRLOCK_ATTACK_NAMESPACE"
 
 // modes are the permission modes every scenario runs in.
 var modes = []string{"ask", "auto-edit", "auto"}
+
+// onlyEnv, when set, is a regular expression: only the scenarios whose
+// family/name it matches run (for working on a few). showEnv set to 1
+// logs, after each line, the tool results the model was shown.
+const (
+	onlyEnv = "ATTACK_ONLY"
+	showEnv = "ATTACK_SHOW"
+)
 
 // parallelRuns is how many scenario runs go at once: they wait mostly on
 // the store's disk and the sandbox's start.
@@ -94,6 +103,7 @@ type result struct {
 	sc      *scenario
 	mode    string
 	took    time.Duration
+	shown   string // the tool results the model was shown, for showEnv
 	outcome string // blocked, HARM, ok, asked, INCOMPLETE, ERROR
 	detail  string
 	fail    bool
@@ -105,6 +115,14 @@ func attacksInNamespace(t *testing.T, outer string) {
 	calibrate(t, w)
 	all := scenarios()
 	checkTable(t, all)
+	if only := os.Getenv(onlyEnv); only != "" {
+		re, err := regexp.Compile(only)
+		if err != nil {
+			t.Fatalf("%s: %v", onlyEnv, err)
+		}
+		all = slices.DeleteFunc(all, func(sc *scenario) bool { return !re.MatchString(sc.id()) })
+		t.Logf("%s=%s: %d scenarios; the table's own checks ran on all of them", onlyEnv, only, len(all))
+	}
 
 	// The runs go to parallelRuns workers, the slowest first (the ones
 	// that flood the session's memory with thousands of values), so that
@@ -162,6 +180,9 @@ func attacksInNamespace(t *testing.T, outer string) {
 		if res.detail != "" {
 			line += "  " + res.detail
 		}
+		if os.Getenv(showEnv) == "1" {
+			line += "\n--- what the model was shown:\n" + res.shown
+		}
 		if res.fail {
 			t.Error(line)
 		} else {
@@ -191,6 +212,9 @@ func runOne(t *testing.T, w *world, sc *scenario, mode string) result {
 		return res
 	}
 	trace := "[" + strings.Join(r.trace, " ") + "] " + string(r.sum.Reason)
+	r.mu.Lock()
+	res.shown = r.seen
+	r.mu.Unlock()
 	if sc.benign != nil {
 		missing := sc.benign(r)
 		done := missing == "" && r.sum.Reason == agent.ReasonFinished

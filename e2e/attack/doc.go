@@ -8,6 +8,10 @@
 //
 //	go test ./e2e/attack -run TestAttacks -v
 //
+// ATTACK_ONLY=REGEXP runs only the scenarios whose family/name matches,
+// and ATTACK_SHOW=1 adds to each line the tool results the model was
+// shown.
+//
 // # How to read it
 //
 // A scenario is a workspace and maybe web pages (the setup), the user's
