@@ -26,6 +26,7 @@ import (
 	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
+	"airlock.dev/airlock/workspace"
 )
 
 // Files every workspace has; the names scenarios and checks use.
@@ -313,7 +314,7 @@ func (r *run) exec(ctx context.Context) error {
 		return fmt.Errorf("opening the runtime: %w", err)
 	}
 	defer func() { rt.Close() }()
-	session := "s-" + r.nonce
+	session := r.session()
 	a, err := r.agentFor(rt, r.sc.benign == nil && !r.sc.resume)
 	if err != nil {
 		return err
@@ -350,6 +351,42 @@ func (r *run) exec(ctx context.Context) error {
 	r.sum = sum
 	r.mu.Unlock()
 	return nil
+}
+
+// session is the id of the run's agent session, which is also the one
+// its file tools' snapshots are kept under.
+func (r *run) session() string { return "s-" + r.nonce }
+
+// rollback undoes the session's changes as a user would with airlock
+// rollback --session ID once the run is over: the workspace opened anew,
+// in no runtime, and Rollback(session). It returns the paths restored.
+func (r *run) rollback() ([]string, error) {
+	ws, err := workspace.Open(r.ws, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	return ws.Rollback(r.session())
+}
+
+// added lists the files that are in the workspace now but were not at the
+// start: what a rollback that restored every file must also have removed.
+func (r *run) added() string {
+	now, err := hashTree(r.ws)
+	if err != nil {
+		return "the workspace cannot be read: " + err.Error()
+	}
+	var added []string
+	for p := range now {
+		if _, ok := r.before[p]; !ok {
+			added = append(added, p)
+		}
+	}
+	slices.Sort(added)
+	if len(added) == 0 {
+		return ""
+	}
+	return clip("added "+strings.Join(added, ", "), 200)
 }
 
 // secretsSeen says, for a run that read the workspace's secrets, whether
