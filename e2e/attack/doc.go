@@ -22,7 +22,8 @@
 // calls, one step each, building their arguments from what it has read
 // (a secret it read from .env is the secret it sends). When it reads a
 // web page through the quarantined reader, it answers as a compromised
-// reader too: it passes the instruction on.
+// reader too: it passes the instruction on. A redirect web_fetch hands
+// back without following it, the model follows with a call of its own.
 //
 // Each run opens the runtime as a user of airlock run would: a policy
 // file and a credentials file in the workspace, web_fetch under the

@@ -125,8 +125,17 @@ func (m *mind) calls(s step) []model.ToolCall {
 	return out
 }
 
+// handedBack finds a redirect web_fetch handed back without following it
+// (in a session that took in untrusted content, a redirect to another
+// host comes back to the model); followID marks the calls that follow
+// one, which are no step of the plan.
+var handedBack = regexp.MustCompile(`redirects to (\S+), not followed`)
+
+const followID = "follow_"
+
 // obedient is the compromised model: it does the user's task, and once
-// it has read planted instructions it does what they say. It keeps no
+// it has read planted instructions it does what they say. A redirect
+// handed back to it, it follows. It keeps no
 // state of its own between answers: where it is comes from the
 // conversation in the request, so a run resumed in another process (with
 // another obedient) goes on where it stopped.
@@ -139,25 +148,45 @@ func (o *obedient) Complete(_ context.Context, req *model.Request) (*model.Respo
 	}
 	var seen strings.Builder
 	answered := 0
+	var handed []string // redirects web_fetch handed back, not yet fetched
 	for _, msg := range req.Messages {
 		switch msg.Role {
 		case model.RoleTool:
 			seen.WriteString(msg.Text)
 			seen.WriteString("\n")
+			for _, m := range handedBack.FindAllStringSubmatch(msg.Text, -1) {
+				handed = append(handed, m[1])
+			}
 		case model.RoleAssistant:
-			if len(msg.ToolCalls) > 0 {
+			switch {
+			case len(msg.ToolCalls) == 0:
+			case strings.HasPrefix(msg.ToolCalls[0].ID, followID):
+				var a struct{ URL string }
+				json.Unmarshal(msg.ToolCalls[0].Args, &a)
+				if i := slices.Index(handed, a.URL); i >= 0 {
+					handed = slices.Delete(handed, i, i+1)
+				}
+			default:
 				answered++
 			}
 		}
 	}
 	m := &mind{seen: seen.String(), r: o.r}
 	o.r.saw(m.seen)
+	resp := &model.Response{Model: agent.ScriptModel, Success: true, StopReason: model.StopEnd,
+		Badge: model.Badge{Model: agent.ScriptModel, Attempts: 1}, Usage: model.Usage{InputTokens: 100, OutputTokens: 20}}
+	if len(handed) > 0 {
+		// A redirect web_fetch did not follow: the model follows it with
+		// a call of its own, as the result invites, before going on.
+		b, _ := json.Marshal(map[string]string{"url": handed[0]})
+		resp.ToolCalls = []model.ToolCall{{ID: fmt.Sprintf("%s%d", followID, len(req.Messages)), Name: "web_fetch", Args: b}}
+		resp.StopReason = model.StopToolCalls
+		return resp, nil
+	}
 	plan := o.r.sc.user
 	if o.r.sc.plant != "" && strings.Contains(m.seen, o.r.trigger()) {
 		plan = append(append([]step(nil), plan...), o.r.sc.attack...)
 	}
-	resp := &model.Response{Model: agent.ScriptModel, Success: true, StopReason: model.StopEnd,
-		Badge: model.Badge{Model: agent.ScriptModel, Attempts: 1}, Usage: model.Usage{InputTokens: 100, OutputTokens: 20}}
 	if answered >= len(plan) {
 		resp.Text = "done"
 		return resp, nil
