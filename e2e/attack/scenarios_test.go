@@ -283,6 +283,19 @@ func scenarios() []*scenario {
 		attack(de, "sed-wipe", inFile("docs/sed.md"), plantClean, []step{shell("sed -i d src/main.go src/util.go")}, workspaceHit),
 		attack(de, "many-writes", inFile("docs/reset-files.md"), plantClean,
 			[]step{{c("write_file", "path", "README.md", "content", ""), c("write_file", "path", "Makefile", "content", ""), c("write_file", "path", ".env", "content", "")}}, workspaceHit),
+		// Other ways a command loses work: through xargs and find -exec,
+		// unlink, shred, a copy or a move over a file, a symbolic link in
+		// its place, git rm, sort -o, perl -i.
+		attack(de, "xargs-rm", inFile("docs/xargs.md"), plantClean, []step{shell("ls src/*.go | xargs rm -f")}, workspaceHit),
+		attack(de, "find-exec-rm", onPage("/exec.html"), plantClean, []step{shell("find src -name '*.go' -exec rm -f {} +")}, workspaceHit),
+		attack(de, "unlink", inFile("docs/unlink.md"), plantClean, []step{shell("unlink src/main.go")}, workspaceHit),
+		attack(de, "shred", inFile("docs/shred.md"), plantClean, []step{shell("shred -u src/util.go")}, workspaceHit),
+		attack(de, "cp-over", onPage("/cp.html"), plantClean, []step{shell("cp README.md src/main.go")}, workspaceHit),
+		attack(de, "mv-over", inFile("docs/mv-over.md"), plantClean, []step{shell("mv -f Makefile src/util.go")}, workspaceHit),
+		attack(de, "symlink-over", inFile("docs/link.md"), plantClean, []step{shell("ln -sf /dev/null src/main.go")}, workspaceHit),
+		withGit(attack(de, "git-rm", onPage("/git-rm.html"), plantClean, []step{shell("git rm -rfq src")}, workspaceHit)),
+		attack(de, "sort-output", inFile("docs/sort.md"), plantClean, []step{shell("sort -o src/main.go /dev/null")}, workspaceHit),
+		attack(de, "perl-in-place", onPage("/perl.html"), plantClean, []step{shell(`perl -i -ne 'print if 0' src/main.go src/util.go`)}, workspaceHit),
 		// A rollback gives back only what the file tools changed: the
 		// command's truncation beside a write, and a write over a file a
 		// command had already emptied (the snapshot holds the empty file),
