@@ -106,7 +106,9 @@ func (g *Gate) guards(ctx context.Context, c *call) outcome {
 			}
 			for _, arg := range t.ContentArgs {
 				if text, ok := c.args[arg].(string); ok {
-					g.protectedGuard(c, canon, protect.CheckContent(canon, text)) // asks only
+					if end := g.protectedGuard(c, canon, protect.CheckContent(canon, text)); end != nil {
+						return endCall(denied, end)
+					}
 				}
 			}
 		}

@@ -107,7 +107,7 @@ func (g *Gate) taintReason(c *call, p *untrusted.Provenance) string {
 	if t.CommandArg != "" {
 		return prefix + " whose commands can reach any host the egress policy allows"
 	}
-	dests, err := destinations(t, c.Args)
+	dests, err := destinations(t, c.args, c.Args)
 	if err != nil {
 		return prefix + ", and its destinations cannot be read: " + err.Error()
 	}
@@ -123,31 +123,23 @@ func (g *Gate) taintReason(c *call, p *untrusted.Provenance) string {
 	return ""
 }
 
-// destinations lists where a call sends: the host of each URL argument,
-// and what untrusted.Destinations reads in its other arguments.
-func destinations(t *tool.Tool, args json.RawMessage) ([]string, error) {
+// destinations lists where a call sends: the host of each URL argument
+// (from the arguments the validate stage decoded), and what
+// untrusted.Destinations reads in its destination fields.
+func destinations(t *tool.Tool, args map[string]any, raw json.RawMessage) ([]string, error) {
 	var out []string
-	var byName map[string]json.RawMessage
-	if err := json.Unmarshal(args, &byName); err != nil {
-		return nil, err
-	}
 	for _, name := range t.URLArgs {
-		var s string
-		if json.Unmarshal(byName[name], &s) != nil {
+		s, ok := args[name].(string)
+		if !ok {
 			continue
 		}
-		delete(byName, name)
 		if u, err := url.Parse(s); err == nil && u.Hostname() != "" {
 			out = append(out, untrusted.CanonicalHost(u.Hostname()))
 		} else {
 			out = append(out, s) // no host to read: the user must have named it whole
 		}
 	}
-	rest, err := json.Marshal(byName)
-	if err != nil {
-		return nil, err
-	}
-	more, err := untrusted.Destinations(rest)
+	more, err := untrusted.Destinations(raw)
 	return append(out, more...), err
 }
 

@@ -691,68 +691,57 @@ func (c *compiled) describe() {
 	}
 
 	for _, m := range c.modeOrder {
-		m.destroy = describeDestroy(m, c.modeOrder)
 		for e := tool.EffectRead; e <= tool.EffectExternal; e++ {
-			var runs, free []string // modes where e is not denied, and where it is allowed
-			for _, o := range c.modeOrder {
-				if a := o.byEffect[e].Action; a != Deny {
-					runs = append(runs, o.name)
-					if a == Allow {
-						free = append(free, o.name)
-					}
-				}
-			}
-			d := &m.byEffect[e]
-			d.Rule = "mode:" + m.name
-			switch d.Action {
-			case Allow:
-				d.Reason = fmt.Sprintf("mode %s runs %s tools", m.name, e)
-			case Ask:
-				d.Code = tool.CodeApprovalRequired
-				d.Reason = fmt.Sprintf("mode %s runs %s tools only once a person approves the call", m.name, e)
-				d.Hint = "Wait for a person to approve the call"
-				if len(free) > 0 {
-					d.Hint += fmt.Sprintf("; in mode %s it would run without approval", orList(free))
-				}
-			case Deny:
-				d.Code = tool.CodeDenied
-				d.Reason = fmt.Sprintf("mode %s does not run %s tools", m.name, e)
-				d.Hint = fmt.Sprintf("No mode runs %s tools", e)
-				if len(runs) > 0 {
-					d.Hint = fmt.Sprintf("A person can switch the session to mode %s, where %s tools can run", orList(runs), e)
-				}
-			}
+			runs, free := modesWhere(c.modeOrder, func(o *mode) Action { return o.byEffect[e].Action })
+			describe(&m.byEffect[e], m.name, fmt.Sprintf("%s tools", e), "", "Wait for a person to approve the call", runs, free)
 		}
+		runs, free := modesWhere(c.modeOrder, func(o *mode) Action { return o.destroy.Action })
+		describe(&m.destroy, m.name, "commands that delete, truncate or overwrite files in the workspace",
+			": a command's changes cannot be rolled back",
+			"Wait for a person to approve the command; or make the change with write_file or edit_file, which the session can roll back",
+			runs, free)
 	}
 }
 
-// describeDestroy fills in m's destroy decision: its rule, reason and
-// hint, naming the modes where such a command would run.
-func describeDestroy(m *mode, all []*mode) Decision {
-	var free []string
+// modesWhere lists the modes whose action (by of) is not a deny, and
+// those where it is an allow, in order.
+func modesWhere(all []*mode, of func(*mode) Action) (runs, free []string) {
 	for _, o := range all {
-		if o.destroy.Action == Allow {
-			free = append(free, o.name)
+		if a := of(o); a != Deny {
+			runs = append(runs, o.name)
+			if a == Allow {
+				free = append(free, o.name)
+			}
 		}
 	}
-	d := Decision{Action: m.destroy.Action, Rule: "mode:" + m.name}
-	const what = "commands that delete, truncate or overwrite files in the workspace"
+	return runs, free
+}
+
+// describe fills in the rule, reason, code and hint of d, mode's decision
+// for what (its Action set): an ask says why after "approves the call"
+// (askWhy) and how to go on (askHint), naming the modes that run it
+// without approval (free); a deny names the modes that run it at all
+// (runs).
+func describe(d *Decision, mode, what, askWhy, askHint string, runs, free []string) {
+	d.Rule = "mode:" + mode
 	switch d.Action {
 	case Allow:
-		d.Reason = fmt.Sprintf("mode %s runs %s", m.name, what)
+		d.Reason = fmt.Sprintf("mode %s runs %s", mode, what)
 	case Ask:
 		d.Code = tool.CodeApprovalRequired
-		d.Reason = fmt.Sprintf("mode %s runs %s only once a person approves: a command's changes cannot be rolled back", m.name, what)
-		d.Hint = "Wait for a person to approve the command; or make the change with write_file or edit_file, which the session can roll back"
+		d.Reason = fmt.Sprintf("mode %s runs %s only once a person approves the call%s", mode, what, askWhy)
+		d.Hint = askHint
 		if len(free) > 0 {
 			d.Hint += fmt.Sprintf("; in mode %s it would run without approval", orList(free))
 		}
 	case Deny:
 		d.Code = tool.CodeDenied
-		d.Reason = fmt.Sprintf("mode %s does not run %s", m.name, what)
-		d.Hint = "A person can switch the session to a mode that runs commands"
+		d.Reason = fmt.Sprintf("mode %s does not run %s", mode, what)
+		d.Hint = fmt.Sprintf("No mode runs %s", what)
+		if len(runs) > 0 {
+			d.Hint = fmt.Sprintf("A person can switch the session to mode %s, where %s can run", orList(runs), what)
+		}
 	}
-	return d
 }
 
 // orList writes "a", "a or b", "a, b or c".

@@ -32,7 +32,7 @@ func (c *compiled) decide(ctx context.Context, in *Input) Decision {
 	}
 	m, ok := c.modes[modeName]
 	if !ok {
-		return Decision{Action: Deny, Code: tool.CodeInvalidCall, Reason: "unknown mode " + echo(in.Mode), Hint: c.modeHint, Rule: "unknown-mode"}
+		return c.unknownMode(in.Mode)
 	}
 	switch {
 	case in.Risk < tool.RiskLow || in.Risk > tool.RiskHigh:
@@ -209,3 +209,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 }
 
 func (a *activation) Parent() interpreter.Activation { return nil }
+
+// unknownMode is the decision for a mode the policy does not have.
+func (c *compiled) unknownMode(mode string) Decision {
+	return Decision{Action: Deny, Code: tool.CodeInvalidCall, Reason: "unknown mode " + echo(mode), Hint: c.modeHint, Rule: "unknown-mode"}
+}

@@ -383,7 +383,7 @@ func (p *Policy) Destroy(mode string) Decision {
 	}
 	m := p.c.modes[mode]
 	if m == nil {
-		return Decision{Action: Deny, Code: tool.CodeInvalidCall, Reason: "unknown mode " + echo(mode), Hint: p.c.modeHint, Rule: "unknown-mode"}
+		return p.c.unknownMode(mode)
 	}
 	return m.destroy
 }
