@@ -37,6 +37,7 @@ const (
 	CodeCommandTooComplex  Code = "command_too_complex"    // over command.MaxDepth, MaxCommands or MaxNesting
 	CodeCommandInternal    Code = "command_internal_error" // the command check itself failed; the command is refused
 	CodeSandboxUnavailable Code = "sandbox_unavailable"    // the sandbox lacks an isolation layer it needs here; nothing ran
+	CodeChangesTooLarge    Code = "changes_too_large"      // a command changed more than the workspace's snapshot limits keep; none of its changes were applied
 
 	// Untrusted content.
 	CodeUntrustedFlagged Code = "untrusted_content_flagged" // the scanner flagged injected instructions, and the gate withholds such content

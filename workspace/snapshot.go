@@ -44,9 +44,15 @@ func checkSession(s string) error {
 // previous content, raw (it may be binary). Kind "dir" records a directory
 // a write created; kind "file" a file's previous state, which is its
 // content and permissions, or its absence.
+//
+// Kind "batch" records the changes one command made through an overlay
+// (Overlay.Apply): its content is the manifest, and the old versions it
+// moved aside are in a directory beside it, NNNNNNNN.old, one entry per
+// change by its index.
 const (
-	kindFile = "file"
-	kindDir  = "dir"
+	kindFile  = "file"
+	kindDir   = "dir"
+	kindBatch = "batch"
 
 	snapshotVersion = 1
 	snapshotSuffix  = ".snap"
@@ -64,14 +70,20 @@ type snapshotHeader struct {
 	Mode    uint32 `json:"mode,omitempty"` // permission bits of a file that existed
 	Size    int    `json:"size"`           // bytes of content after the header line
 	SHA256  string `json:"sha256,omitempty"`
+	// After is the SHA-256 of what a file change left (kind file), by
+	// which Rollback tells a file someone changed since; empty in records
+	// written before it was kept.
+	After string `json:"after,omitempty"`
+	// Kept is the size of the old versions a batch moved aside.
+	Kept int64 `json:"kept,omitempty"`
 }
 
 // snapshot records h and content as the session's next snapshot, durably,
-// before the change it describes is made. A failure is a runtime fault:
-// the change must then not be made.
-func (w *Workspace) snapshot(session string, h snapshotHeader, content []byte) error {
-	fail := func(err error) error {
-		return fmt.Errorf("workspace: cannot snapshot %s for session %s: %v", h.Path, session, err)
+// before the change it describes is made, and returns the record's name.
+// A failure is a runtime fault: the change must then not be made.
+func (w *Workspace) snapshot(session string, h snapshotHeader, content []byte) (string, error) {
+	fail := func(err error) (string, error) {
+		return "", fmt.Errorf("workspace: cannot snapshot %s for session %s: %v", h.Path, session, err)
 	}
 	d, err := w.openDir(SnapshotsDir+"/"+session, true)
 	if err != nil {
@@ -120,7 +132,7 @@ func (w *Workspace) snapshot(session string, h snapshotHeader, content []byte) e
 			d.Remove(name)
 			return fail(err)
 		}
-		return nil
+		return name, nil
 	}
 	return fail(fmt.Errorf("no free sequence number after %d tries", maxClaimAttempts))
 }
@@ -181,9 +193,11 @@ func readSnapshot(d *os.Root, name string) (snapshotHeader, []byte, error) {
 	switch {
 	case h.Version != snapshotVersion:
 		return h, nil, fmt.Errorf("version %d, want %d", h.Version, snapshotVersion)
-	case h.Kind != kindFile && h.Kind != kindDir:
+	case h.Kind != kindFile && h.Kind != kindDir && h.Kind != kindBatch:
 		return h, nil, fmt.Errorf("unknown kind %q", h.Kind)
-	case !validCanonical(h.Path):
+	case h.Kind == kindBatch && h.Path != "":
+		return h, nil, fmt.Errorf("a batch names the path %q", h.Path)
+	case h.Kind != kindBatch && !validCanonical(h.Path):
 		return h, nil, fmt.Errorf("path %q is not a canonical workspace path", h.Path)
 	case len(content) != h.Size:
 		return h, nil, fmt.Errorf("%d bytes of content, header says %d (damaged)", len(content), h.Size)
@@ -210,68 +224,10 @@ func validCanonical(p string) bool {
 	return true
 }
 
-// Rollback undoes every change the session made through WriteFile and
-// EditFile: it applies the session's snapshots newest first, so that each
-// file ends as it was before the session's first change to it — its
-// content and permissions restored, or removed again if the session
-// created it — and directories the session created are removed again
-// when empty. It returns the paths it restored, newest change first, and
-// then forgets the session's snapshots, so a second Rollback does nothing.
-// If a snapshot cannot be applied, Rollback stops with an error and keeps
-// them all: fixing the cause and calling it again is safe.
-func (w *Workspace) Rollback(session string) ([]string, error) {
-	if err := w.ready(); err != nil {
-		return nil, err
-	}
-	if err := checkSession(session); err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	d, err := w.openDir(SnapshotsDir+"/"+session, false)
-	if err != nil {
-		var te *tool.Error
-		if errors.As(err, &te) && te.Code == tool.CodeNotFound {
-			return nil, nil // nothing to undo
-		}
-		return nil, fmt.Errorf("workspace: rollback of session %s: %v", session, err)
-	}
-	defer d.Close()
-	names, err := snapshotNames(d)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: rollback of session %s: %w", session, err)
-	}
-	restored := []string{}
-	seen := map[string]bool{}
-	for _, s := range slices.Backward(names) {
-		h, content, err := readSnapshot(d, s.name)
-		if err != nil {
-			return restored, fmt.Errorf("workspace: rollback of session %s: snapshot %s: %w", session, s.name, err)
-		}
-		did, err := w.restore(h, content)
-		if err != nil {
-			return restored, fmt.Errorf("workspace: rollback of session %s: restoring %s: %w", session, h.Path, err)
-		}
-		if did && !seen[h.Path] {
-			seen[h.Path] = true
-			restored = append(restored, h.Path)
-		}
-	}
-	parent, err := w.openDir(SnapshotsDir, false)
-	if err != nil {
-		return restored, fmt.Errorf("workspace: rollback of session %s: %v", session, err)
-	}
-	defer parent.Close()
-	if err := parent.RemoveAll(session); err != nil {
-		return restored, fmt.Errorf("workspace: rollback of session %s: forgetting its snapshots: %w", session, err)
-	}
-	return restored, nil
-}
-
-// restore applies one snapshot. It reports whether the path is now as
-// recorded because of it (a directory kept because it is not empty is
-// not).
-func (w *Workspace) restore(h snapshotHeader, content []byte) (bool, error) {
+// restoreRecord applies one record of the file tools. It reports whether
+// the path is now as recorded because of it (a directory kept because it
+// is not empty is not).
+func (w *Workspace) restoreRecord(h snapshotHeader, content []byte) (bool, error) {
 	name := baseOf(h.Path)
 	if h.Kind == kindFile && h.Existed {
 		d, err := w.openDir(dirOf(h.Path), true)

@@ -942,9 +942,13 @@ func TestRollback(t *testing.T) {
 	// create stays.
 	f.write(t, "newdir/keep.txt", "not the session's")
 
-	restored, err := f.w.Rollback("s1")
+	res, err := f.w.Rollback("s1")
 	if err != nil {
 		t.Fatal(err)
+	}
+	restored := res.Restored
+	if len(res.Conflicts) != 1 || res.Conflicts[0].Path != "newdir" {
+		t.Errorf("Rollback conflicts = %+v, want newdir (it holds a file the session did not make)", res.Conflicts)
 	}
 	wantRestored := []string{"bin.dat", "created-then-deleted.txt", "gone.txt", "newdir/sub/deep.txt", "newdir/sub", "created.txt", "twice.txt", "mod.txt"}
 	if !slices.Equal(restored, wantRestored) {
@@ -973,16 +977,16 @@ func TestRollback(t *testing.T) {
 
 	// A second Rollback is a no-op; so is one of an unknown session.
 	for _, s := range []string{"s1", "never"} {
-		if restored, err := f.w.Rollback(s); err != nil || len(restored) != 0 {
-			t.Errorf("Rollback(%s) again = %q, %v; want nothing", s, restored, err)
+		if res, err := f.w.Rollback(s); err != nil || len(res.Restored) != 0 {
+			t.Errorf("Rollback(%s) again = %+v, %v; want nothing", s, res, err)
 		}
 	}
 	if got := readFile(t, f.path("mod.txt")); got != "original" {
 		t.Errorf("second Rollback changed mod.txt to %q", got)
 	}
 	// The other session is untouched, and rolls back on its own.
-	if restored, err := f.w.Rollback("s2"); err != nil || !slices.Equal(restored, []string{"other.txt"}) {
-		t.Errorf("Rollback(s2) = %q, %v", restored, err)
+	if res, err := f.w.Rollback("s2"); err != nil || !slices.Equal(res.Restored, []string{"other.txt"}) {
+		t.Errorf("Rollback(s2) = %+v, %v", res, err)
 	}
 	if got := readFile(t, f.path("other.txt")); got != "other session" {
 		t.Errorf("other.txt = %q", got)
@@ -996,8 +1000,8 @@ func TestRollback(t *testing.T) {
 	if _, err := f.w.EditFile("s3", "mod.txt", "absent", "x", false); err == nil {
 		t.Fatal("edit of an absent string succeeded")
 	}
-	if restored, err := f.w.Rollback("s3"); err != nil || len(restored) != 0 {
-		t.Errorf("Rollback(s3) = %q, %v", restored, err)
+	if res, err := f.w.Rollback("s3"); err != nil || len(res.Restored) != 0 {
+		t.Errorf("Rollback(s3) = %+v, %v", res, err)
 	}
 }
 

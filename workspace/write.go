@@ -170,12 +170,14 @@ func (w *Workspace) prior(canon string) (priorState, error) {
 // created, then the file), then makes the change. The caller holds w.mu.
 func (w *Workspace) commit(session, canon string, before priorState, data []byte, replacements int) (WriteResult, error) {
 	for _, dir := range before.missingDirs {
-		if err := w.snapshot(session, snapshotHeader{Path: dir, Kind: kindDir}, nil); err != nil {
+		if _, err := w.snapshot(session, snapshotHeader{Path: dir, Kind: kindDir}, nil); err != nil {
 			return WriteResult{}, err
 		}
 	}
-	h := snapshotHeader{Path: canon, Kind: kindFile, Existed: before.existed, Mode: uint32(before.mode.Perm())}
-	if err := w.snapshot(session, h, before.content); err != nil {
+	sum := sha256.Sum256(data)
+	h := snapshotHeader{Path: canon, Kind: kindFile, Existed: before.existed, Mode: uint32(before.mode.Perm()),
+		After: hex.EncodeToString(sum[:])}
+	if _, err := w.snapshot(session, h, before.content); err != nil {
 		return WriteResult{}, err
 	}
 	d, err := w.openDir(dirOf(canon), true)
@@ -186,12 +188,11 @@ func (w *Workspace) commit(session, canon string, before priorState, data []byte
 	if err := replaceFile(d, baseOf(canon), data, before.mode, before.existed); err != nil {
 		return WriteResult{}, w.fsError(canon, err)
 	}
-	sum := sha256.Sum256(data)
 	return WriteResult{
 		Path:         canon,
 		Bytes:        len(data),
 		Replacements: replacements,
-		SHA256:       hex.EncodeToString(sum[:]),
+		SHA256:       h.After,
 		Created:      !before.existed,
 	}, nil
 }

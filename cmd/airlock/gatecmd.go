@@ -366,11 +366,12 @@ func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.SetOutput(stderr)
 	dir := fs.String("workspace", ".", "the workspace `DIR`")
 	session := fs.String("session", "", "the session `ID` whose changes to undo")
+	asJSON := fs.Bool("json", false, "print what was restored and the conflicts as one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return usageExit(err)
 	}
 	if *session == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: airlock rollback --session ID [--workspace DIR]")
+		fmt.Fprintln(stderr, "usage: airlock rollback --session ID [--workspace DIR] [--json]")
 		return exitUsage
 	}
 	ws, err := workspace.Open(*dir, nil)
@@ -378,14 +379,31 @@ func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return refused(stderr, "rollback", err)
 	}
 	defer ws.Close()
-	paths, err := ws.Rollback(*session)
+	// A command's changes that a crash left half applied are finished
+	// first, so that they are undone whole.
+	if _, err := ws.Recover(); err != nil {
+		return refused(stderr, "rollback", err)
+	}
+	res, err := ws.Rollback(*session)
 	if err != nil {
 		return refused(stderr, "rollback", err)
 	}
-	for _, p := range paths {
-		fmt.Fprintf(stdout, "restored %s\n", p)
+	if *asJSON {
+		json.NewEncoder(stdout).Encode(res)
+	} else {
+		for _, p := range res.Restored {
+			fmt.Fprintf(stdout, "restored %s\n", p)
+		}
+		for _, c := range res.Conflicts {
+			fmt.Fprintf(stdout, "conflict %s: %s\n", c.Path, c.Reason)
+		}
 	}
-	fmt.Fprintf(stderr, "%s restored\n", plural.Count(len(paths), "file", "files"))
+	fmt.Fprintf(stderr, "%s restored\n", plural.Count(len(res.Restored), "path", "paths"))
+	if len(res.Conflicts) > 0 {
+		fmt.Fprintf(stderr, "%s left as they are: changed since by someone else; deal with them, then run airlock rollback again\n",
+			plural.Count(len(res.Conflicts), "path", "paths"))
+		return exitRefused
+	}
 	return exitOK
 }
 

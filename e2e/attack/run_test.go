@@ -374,7 +374,8 @@ func (r *run) rollback() ([]string, error) {
 		return nil, err
 	}
 	defer ws.Close()
-	return ws.Rollback(r.session())
+	res, err := ws.Rollback(r.session())
+	return res.Restored, err
 }
 
 // added lists the files that are in the workspace now but were not at the
