@@ -20,7 +20,7 @@ import (
 // check parks nothing and uses nothing.
 func (g *Gate) approval(ctx context.Context, c *call) outcome {
 	if c.verdict.Action != policy.Ask {
-		return passOn(passed)
+		return g.heldApproval(ctx, c)
 	}
 	e := decisionError(c.verdict)
 	e.Code = tool.CodeApprovalRequired
@@ -40,7 +40,7 @@ func (g *Gate) approval(ctx context.Context, c *call) outcome {
 	}
 	if ok {
 		c.note = "approved by " + a.DecidedBy + " as approval " + a.ID
-		c.verdict.Action = policy.Allow
+		c.verdict.Action, c.personApproved = policy.Allow, true
 		return passOn(allowed)
 	}
 	for _, scope := range []store.Scope{store.ScopeSession, store.ScopeWorkspace} {
@@ -55,7 +55,7 @@ func (g *Gate) approval(ctx context.Context, c *call) outcome {
 		}
 		if ok {
 			c.note = fmt.Sprintf("approved by %s as remembered approval %s (scope %s, use %d)", r.ApprovedBy, r.ID, r.Scope, r.Uses)
-			c.verdict.Action = policy.Allow
+			c.verdict.Action, c.personApproved = policy.Allow, true
 			return passOn(allowed)
 		}
 	}

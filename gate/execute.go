@@ -35,7 +35,13 @@ func (g *Gate) executeStage(ctx context.Context, c *call) outcome {
 		defer store.WatchKill(ctx, g.opts.Sessions, c.Session, KillPoll, func(all bool) { cancel(&killedCause{all: all}) })()
 	}
 	c.ran = true
-	res, err := runExecutor(ctx, c.entry.tool, &c.Call)
+	var res tool.Result
+	var err error
+	if c.held != "" {
+		res, err = c.entry.tool.Held(ctx, &c.Call, c.held)
+	} else {
+		res, err = runExecutor(ctx, c.entry.tool, &c.Call)
+	}
 	var kc *killedCause
 	switch {
 	case errors.As(context.Cause(ctx), &kc):

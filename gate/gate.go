@@ -237,6 +237,10 @@ type call struct {
 	acted    bool                  // the executor returned a result: the effect happened
 	replayed bool                  // the result is the ledger's stored one
 	state    *store.SessionState   // the session as the intent stage read it, if it did
+	// personApproved: a person approved this call, or the changes it
+	// left held, so the changes it makes are theirs to have asked for.
+	personApproved bool
+	held           string // the approval of held changes this call applies instead of running
 }
 
 // decision is what a stage decided about a call, as the audit log records
@@ -289,6 +293,7 @@ var stages = []stage{
 	{name: "approval", run: (*Gate).approval},                           // an ask runs once approved, or under a remembered approval, else parks as an approval
 	{name: "idempotency", run: (*Gate).idempotency, lastForCheck: true}, // the exactly-once ledger
 	{name: "execute", run: (*Gate).executeStage},                        // the executor, under the deadline
+	{name: "review", run: (*Gate).review},                               // a command's changes: applied, held for a person with their diff, or discarded
 	{name: "after", run: (*Gate).after},                                 // size cap, redaction, injection scan, envelopes
 }
 

@@ -286,7 +286,7 @@ func TestAuditedStages(t *testing.T) {
 		stages   string
 	}{
 		{"allowed", f.gate.Call, call("calculate", `{"expression":"1+1"}`, "", ""), "allow",
-			"decode:pass validate:pass authorize:allow guards:pass intent:skip loop:skip approval:pass idempotency:skip execute:pass after:pass"},
+			"decode:pass validate:pass authorize:allow guards:pass intent:skip loop:skip approval:pass idempotency:skip execute:pass review:skip after:pass"},
 		{"checked", f.gate.Check, call("probe_write_medium", `{}`, "", "auto-edit"), "allow",
 			"decode:pass validate:pass authorize:allow guards:pass intent:skip loop:skip approval:pass idempotency:skip"},
 		{"unknown tool", f.gate.Call, call("nope", `{}`, "", ""), "deny",

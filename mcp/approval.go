@@ -204,7 +204,13 @@ func approvalMessage(call tool.Call, res tool.Result) string {
 		args = strings.ToValidUTF8(args[:MaxElicitArgBytes], "") + fmt.Sprintf(" ... (cut at MaxElicitArgBytes = %d of %d bytes)", MaxElicitArgBytes, len(call.Args))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "airlock asks for your approval to run %s", call.Tool)
+	if res.Approval != nil && res.Approval.Diff != "" {
+		// The command ran on a copy of the workspace: what is approved is
+		// applying its changes, shown whole (the gate bounds the diff).
+		fmt.Fprintf(&b, "airlock asks for your approval to apply what %s changed", call.Tool)
+	} else {
+		fmt.Fprintf(&b, "airlock asks for your approval to run %s", call.Tool)
+	}
 	if res.Error != nil && res.Error.Message != "" {
 		fmt.Fprintf(&b, ": %s", res.Error.Message)
 	}
@@ -214,6 +220,9 @@ func approvalMessage(call tool.Call, res tool.Result) string {
 	fmt.Fprintf(&b, ".\nArguments: %s\nCall id: %s", args, call.ID)
 	if res.Approval != nil {
 		fmt.Fprintf(&b, "\nApproval id: %s", res.Approval.ID)
+		if res.Approval.Diff != "" {
+			fmt.Fprintf(&b, "\nChanges:\n%s", res.Approval.Diff)
+		}
 	}
 	return b.String()
 }

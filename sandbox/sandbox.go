@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"airlock.dev/airlock/plural"
 )
 
 // Sandbox is one backend.
@@ -194,11 +196,11 @@ func (l Limits) Check() error {
 	}{
 		{"wall-clock limit", "MaxWall", int64(l.Wall), int64(MaxWall), seconds},
 		{"CPU-time limit", "MaxCPU", int64(l.CPU), int64(MaxCPU), seconds},
-		{"memory limit", "MaxMemory", l.Memory, MaxMemory, binaryBytes},
+		{"memory limit", "MaxMemory", l.Memory, MaxMemory, plural.Bytes},
 		{"process limit", "MaxPids", int64(l.Pids), MaxPids, count},
 		{"open-file limit", "MaxOpenFiles", int64(l.OpenFiles), MaxOpenFiles, count},
-		{"file-size limit", "MaxFileSize", l.FileSize, MaxFileSize, binaryBytes},
-		{"output limit", "MaxOutput", l.Output, MaxOutput, binaryBytes},
+		{"file-size limit", "MaxFileSize", l.FileSize, MaxFileSize, plural.Bytes},
+		{"output limit", "MaxOutput", l.Output, MaxOutput, plural.Bytes},
 	} {
 		if c.v < 0 {
 			return Invalid(fmt.Sprintf("the %s %s is negative", c.name, c.unit(c.v)),
@@ -223,20 +225,6 @@ func seconds(ns int64) string {
 }
 
 func count(n int64) string { return strconv.FormatInt(n, 10) }
-
-// binaryBytes writes a size in the largest binary unit that divides it
-// (512MiB, 8GiB), else in bytes.
-func binaryBytes(n int64) string {
-	for _, u := range []struct {
-		shift uint
-		name  string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n != 0 && n%(1<<u.shift) == 0 {
-			return strconv.FormatInt(n>>u.shift, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
 
 // Check reports the first thing wrong with the Spec itself, before any
 // backend looks at it.

@@ -162,6 +162,37 @@ type Tool struct {
 	// is registered and takes the same arguments.
 	Fallback string
 	Run      Executor
+	// Held, for a tool whose results carry Changes, reopens the changes
+	// an earlier run of the same call left held under a person's approval
+	// (Changes.Hold): a Result with those Changes and the content that run
+	// gave, so that approving them applies what the person reviewed and
+	// runs nothing again.
+	Held func(ctx context.Context, c *Call, approvalID string) (Result, error)
+}
+
+// Changes are what a call changed on a copy-on-write view of the
+// workspace, not yet applied: the gate ends them with exactly one of
+// Apply, Hold or Discard, by the mode and by what they do.
+type Changes interface {
+	// Summary is one line: what was added, modified and deleted.
+	Summary() string
+	// Destroys: the changes delete or replace something that was in the
+	// workspace (the mode's destroy decision governs them).
+	Destroys() bool
+	// OverLimit says why keeping the changes' old versions for rollback
+	// is past a snapshot limit ("" within them): such changes wait on a
+	// person in every mode.
+	OverLimit() string
+	// Diff is the unified diff a person reviews, bounded.
+	Diff() string
+	// Apply makes the changes in the workspace, their old versions kept
+	// for rollback, and returns a line saying what it did.
+	Apply(ctx context.Context) (string, error)
+	// Hold keeps the changes, unapplied, for the approval id, with the
+	// content the call's result gives once they are applied.
+	Hold(approvalID string, content string) error
+	// Discard forgets them: the workspace stays as it was.
+	Discard() error
 }
 
 // IsTransient says whether a call that failed with code may succeed if
@@ -256,6 +287,10 @@ type Result struct {
 	// envelopes apply to Content alone. Nil means the door makes its own
 	// object around Content.
 	Structured json.RawMessage `json:"-"`
+	// Changes, set by a tool that ran on a copy-on-write view of the
+	// workspace, are its changes not yet applied: the gate applies, holds
+	// or discards them before the caller sees the result.
+	Changes Changes `json:"-"`
 }
 
 // Scan is what the injection scanner found in a result.
@@ -271,6 +306,9 @@ type ApprovalRequest struct {
 	Tool    string          `json:"tool"`
 	Args    json.RawMessage `json:"args"` // canonical JSON
 	Expires time.Time       `json:"expires"`
+	// Diff is, for changes a command made and that wait on the approval,
+	// the unified diff of what approving them applies.
+	Diff string `json:"diff,omitempty"`
 }
 
 // OK reports whether the call succeeded.

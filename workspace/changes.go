@@ -77,6 +77,14 @@ type ChangeSet struct {
 	OldBytes int64
 	// NewBytes is the size of the files the changes add or rewrite.
 	NewBytes int64
+	// LargestOld is the size of the largest single old version kept.
+	LargestOld int64
+}
+
+// keep counts one old version of size bytes that the snapshot keeps.
+func (s *ChangeSet) keep(size int64) {
+	s.OldBytes += size
+	s.LargestOld = max(s.LargestOld, size)
 }
 
 // Destroys reports whether the changes delete or replace something that
@@ -224,7 +232,7 @@ func (r *changeReader) walk(rel string, dir, lower int, opaque, fresh bool) erro
 			// A new directory, or one put where a file was: all of it is
 			// new.
 			if old.Type != TypeNone {
-				r.set.OldBytes += old.Size
+				r.set.keep(old.Size)
 			}
 			if err := r.add(c); err != nil {
 				return err
@@ -247,7 +255,7 @@ func (r *changeReader) walk(rel string, dir, lower int, opaque, fresh bool) erro
 					return err
 				}
 			} else if old.Type != TypeNone {
-				r.set.OldBytes += old.Size
+				r.set.keep(old.Size)
 			}
 			if err := r.add(c); err != nil {
 				return err
@@ -303,7 +311,7 @@ func (r *changeReader) deleted(p string, lower int, name string, old State) erro
 			return err
 		}
 	} else {
-		r.set.OldBytes += old.Size
+		r.set.keep(old.Size)
 	}
 	return r.add(Change{Path: p, Kind: ChangeDeleted, Old: old})
 }
@@ -331,7 +339,7 @@ func (r *changeReader) oldTree(p string, lower int, name string) error {
 			}
 			continue
 		}
-		r.set.OldBytes += st.Size
+		r.set.keep(st.Size)
 	}
 	return nil
 }

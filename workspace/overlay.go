@@ -363,12 +363,18 @@ const KeepHeld = 48 * time.Hour
 // overlay whose changes were being applied is applied to the end; one no
 // process holds and nobody waits on (a run that crashed) is discarded;
 // held changes older than KeepHeld are discarded. Overlays in use by a
-// running process are left alone. It returns the overlays it finished
-// applying.
+// running process are left alone. Then the snapshots of sessions idle
+// for KeepSnapshots are pruned. It returns the overlays it finished
+// applying. Every door calls it when it opens the workspace.
 func (w *Workspace) Recover() ([]string, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
 	}
+	finished, err := w.recoverOverlays()
+	return finished, errors.Join(err, w.pruneSnapshots(time.Now()))
+}
+
+func (w *Workspace) recoverOverlays() ([]string, error) {
 	f, err := w.root.Open(OverlaysDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -459,3 +465,7 @@ func (w *Workspace) resumeApply(session, overlay string) (bool, error) {
 	}
 	return false, w.root.RemoveAll(OverlaysDir + "/" + overlay)
 }
+
+// Close lets go of an overlay reopened only to be read (HeldOverlay for a
+// diff): it stays as it is, held.
+func (o *Overlay) Close() { o.release() }

@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"airlock.dev/airlock/tool"
 )
@@ -53,7 +54,21 @@ const (
 	DefaultMaxPathLength     = 1024      // bytes in a path argument
 	DefaultMaxSymlinkHops    = 40        // symbolic links Resolve follows in one path (Linux's own limit)
 	DefaultMaxWalkEntries    = 100_000   // directory entries one ListDir, Glob or Grep may read
+
+	// The snapshot's limits, for what commands change through an overlay
+	// (the file tools' snapshots are bounded by MaxWriteBytes). Past
+	// either, a command's changes wait on a person instead of being
+	// applied (ChangeSet.OverLimit); a session already holding
+	// MaxSessionSnapshotBytes runs no more commands until it is rolled
+	// back or pruned.
+	DefaultMaxSessionSnapshotBytes = 4 << 30 // bytes of old versions one session's snapshot keeps
+	DefaultMaxSnapshotFileBytes    = 1 << 30 // bytes of one old version kept without asking
 )
+
+// KeepSnapshots is how long a session's snapshot is kept after its last
+// change; Recover prunes older ones (their changes can no longer be
+// rolled back).
+const KeepSnapshots = 30 * 24 * time.Hour
 
 // MaxPatternLength bounds a Glob or Grep pattern, in bytes.
 const MaxPatternLength = 4096
@@ -78,6 +93,10 @@ type Options struct {
 	MaxPathLength     int // path_outside_workspace for a longer path
 	MaxSymlinkHops    int // path_outside_workspace when resolving a path follows more links
 	MaxWalkEntries    int // ListDir, Glob and Grep stop and report truncation after reading this many directory entries
+	// MaxSessionSnapshotBytes bounds the old versions one session's
+	// snapshot keeps; MaxSnapshotFileBytes one old version.
+	MaxSessionSnapshotBytes int
+	MaxSnapshotFileBytes    int
 }
 
 // withDefaults returns the options with every zero field set to its
@@ -102,6 +121,8 @@ func (o *Options) withDefaults() (Options, error) {
 		{"MaxPathLength", &c.MaxPathLength, DefaultMaxPathLength},
 		{"MaxSymlinkHops", &c.MaxSymlinkHops, DefaultMaxSymlinkHops},
 		{"MaxWalkEntries", &c.MaxWalkEntries, DefaultMaxWalkEntries},
+		{"MaxSessionSnapshotBytes", &c.MaxSessionSnapshotBytes, DefaultMaxSessionSnapshotBytes},
+		{"MaxSnapshotFileBytes", &c.MaxSnapshotFileBytes, DefaultMaxSnapshotFileBytes},
 	}
 	for _, f := range fields {
 		switch {

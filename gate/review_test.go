@@ -1,0 +1,156 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"airlock.dev/airlock/gate"
+	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/tool"
+)
+
+// fakeChanges records how the gate ended them.
+type fakeChanges struct {
+	destroys  bool
+	overLimit string
+	ended     string // "applied", "held ID" or "discarded"
+	content   string // what Hold kept
+}
+
+func (f *fakeChanges) Summary() string   { return "1 added, 0 modified, 2 deleted" }
+func (f *fakeChanges) Destroys() bool    { return f.destroys }
+func (f *fakeChanges) OverLimit() string { return f.overLimit }
+func (f *fakeChanges) Diff() string      { return "diff --airlock a/x b/x\ndeleted file mode 100644\n" }
+func (f *fakeChanges) Apply(context.Context) (string, error) {
+	f.ended = "applied"
+	return "applied them", nil
+}
+func (f *fakeChanges) Hold(id, content string) error {
+	f.ended, f.content = "held "+id, content
+	return nil
+}
+func (f *fakeChanges) Discard() error { f.ended = "discarded"; return nil }
+
+// reviewed is a command-like tool whose runs make the changes next holds.
+type reviewed struct {
+	runs, helds atomic.Int64
+	next        *fakeChanges
+	heldBy      map[string]*fakeChanges
+}
+
+func (r *reviewed) tool() tool.Tool {
+	return tool.Tool{
+		Name: "cmd", Description: "changes files", Risk: tool.RiskMedium, Effect: tool.EffectWrite,
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"line":{"type":"string","maxLength":64}}}`),
+		Run: func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			r.runs.Add(1)
+			return tool.Result{Content: "exit code: 0\n", Changes: r.next}, nil
+		},
+		Held: func(ctx context.Context, c *tool.Call, id string) (tool.Result, error) {
+			r.helds.Add(1)
+			ch := r.heldBy[id]
+			if ch == nil {
+				return tool.Fail(tool.CodeNotFound, "nothing held under "+id, "run it again"), nil
+			}
+			return tool.Result{Content: ch.content, Changes: &fakeChanges{destroys: ch.destroys}}, nil
+		},
+	}
+}
+
+// TestReviewStage: a command's changes are applied when they only add and
+// rewrite, when the mode allows destroying, or when a person approved the
+// call; held, with their diff, when the mode asks (auto-edit) or a
+// snapshot limit is passed; and a held set, once approved, is applied by
+// the same call made again without running it a second time.
+func TestReviewStage(t *testing.T) {
+	_, ws, reg, approvals := fileTools(t)
+	r := &reviewed{heldBy: map[string]*fakeChanges{}}
+	if err := reg.Register(r.tool()); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals,
+		ApprovalKey: []byte("review test key"), Without: bare &^ gate.WithoutApprovalKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run := func(ch *fakeChanges, mode string) tool.Result {
+		r.next = ch
+		c := call("cmd", `{"line":"rm -r data"}`, "", mode)
+		c.Session = "s1"
+		return g.Call(ctx, c)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		ch    *fakeChanges
+		mode  string
+		ended string
+	}{
+		{"adds only, auto-edit", &fakeChanges{}, "auto-edit", "applied"},
+		{"destroys, auto", &fakeChanges{destroys: true}, "auto", "applied"},
+		{"destroys, auto-edit", &fakeChanges{destroys: true}, "auto-edit", "held"},
+		{"over a limit, auto", &fakeChanges{overLimit: "it keeps too much"}, "auto", "held"},
+	} {
+		res := run(tc.ch, tc.mode)
+		if !strings.HasPrefix(tc.ch.ended, tc.ended) {
+			t.Errorf("%s: the changes were %q, want %s (result %+v)", tc.name, tc.ch.ended, tc.ended, res)
+		}
+		switch tc.ended {
+		case "applied":
+			if res.Error != nil || !strings.Contains(res.Content, "--- changes: applied them") {
+				t.Errorf("%s: result %+v", tc.name, res)
+			}
+		case "held":
+			if res.Error == nil || res.Error.Code != tool.CodeApprovalRequired || res.Approval == nil || res.Rule != gate.ReviewRule {
+				t.Fatalf("%s: result %+v", tc.name, res)
+			}
+			if !strings.Contains(res.Approval.Diff, "deleted file mode") || tc.ch.ended != "held "+res.Approval.ID {
+				t.Errorf("%s: approval %+v, changes %q", tc.name, res.Approval, tc.ch.ended)
+			}
+			if !strings.Contains(res.Error.Message, "nothing reached the workspace") {
+				t.Errorf("%s: message %q", tc.name, res.Error.Message)
+			}
+			r.heldBy[res.Approval.ID] = tc.ch
+		}
+	}
+
+	// The auto-edit hold, approved: the same call applies it, runs nothing.
+	held := run(&fakeChanges{destroys: true}, "auto-edit")
+	id := held.Approval.ID
+	r.heldBy[id] = &fakeChanges{destroys: true, content: "exit code: 0\n"}
+	if _, err := approvals.DecideApproval(ctx, id, true, "alice", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	runs := r.runs.Load()
+	res := run(&fakeChanges{destroys: true}, "auto-edit")
+	if res.Error != nil || r.runs.Load() != runs || r.helds.Load() != 1 {
+		t.Fatalf("the approved call: %+v (runs %d -> %d, helds %d)", res, runs, r.runs.Load(), r.helds.Load())
+	}
+	if !strings.Contains(res.Content, "--- changes: applied them") {
+		t.Errorf("the approved call's content: %q", res.Content)
+	}
+	// Once used, the approval applies nothing more: the call runs anew.
+	again := run(&fakeChanges{destroys: true}, "auto-edit")
+	if r.runs.Load() != runs+1 || again.Error == nil || again.Error.Code != tool.CodeApprovalRequired {
+		t.Errorf("the call after the approval was used: %+v", again)
+	}
+
+	// In ask mode a person approves the run; its destroying changes are
+	// then theirs and are applied.
+	first := run(&fakeChanges{destroys: true}, "ask")
+	if first.Approval == nil || first.Rule == gate.ReviewRule {
+		t.Fatalf("ask mode, first call: %+v", first)
+	}
+	if _, err := approvals.DecideApproval(ctx, first.Approval.ID, true, "alice", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ch := &fakeChanges{destroys: true}
+	if res := run(ch, "ask"); res.Error != nil || ch.ended != "applied" {
+		t.Errorf("ask mode, approved call: %+v, changes %q", res, ch.ended)
+	}
+}
