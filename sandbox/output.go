@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // ReadOnlyEntries returns the ReadOnlyDirs that exist in the host
@@ -23,6 +25,75 @@ func ReadOnlyEntries(ws string) []string {
 	}
 	return out
 }
+
+// Prepare checks the host side of Spec.Overlay, which Spec.Check has
+// checked as written, and readies it for workspace ws: Upper and Work
+// are directories (not links to one), empty, on one filesystem that can
+// hold the user.* xattrs overlayfs marks opaque directories with in a
+// user namespace. Upper then takes the mode (and, for root, the owner) of
+// the workspace's root: the overlay's root directory is Upper's own, and
+// the command must see the workspace's. A backend calls it just before
+// it mounts.
+func (o *Overlay) Prepare(ws string) error {
+	var dev uint64
+	for i, d := range []struct{ name, p string }{{"Upper", o.Upper}, {"Work", o.Work}} {
+		fi, err := os.Lstat(d.p)
+		if err != nil || !fi.IsDir() {
+			return Invalid(fmt.Sprintf("Overlay.%s %q is not a directory on the host", d.name, d.p),
+				"create it, empty, before the run (not a symbolic link)")
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return Invalid(fmt.Sprintf("Overlay.%s %q: no device number", d.name, d.p), "give a directory on a local filesystem")
+		}
+		if i == 0 {
+			dev = st.Dev
+		} else if st.Dev != dev {
+			return Invalid(fmt.Sprintf("Overlay.Work %q is not on the same filesystem as Overlay.Upper %q", o.Work, o.Upper),
+				"make both directories side by side in one directory")
+		}
+		f, err := os.Open(d.p)
+		if err != nil {
+			return Invalid(fmt.Sprintf("Overlay.%s %q cannot be read: %v", d.name, d.p, err), "give a directory this process can read")
+		}
+		names, _ := f.Readdirnames(1)
+		f.Close()
+		if len(names) > 0 {
+			return Invalid(fmt.Sprintf("Overlay.%s %q is not empty (it holds %q)", d.name, d.p, names[0]),
+				"give a fresh, empty directory for each run")
+		}
+	}
+	// Only a filesystem without the feature is refused here; any other
+	// failure is left to the kernel's mount, which says more.
+	if err := syscall.Setxattr(o.Work, overlayProbeXattr, []byte("y"), 0); errors.Is(err, syscall.ENOTSUP) {
+		return Unavailable(LayerOverlay, fmt.Sprintf("the filesystem of Overlay.Work %q cannot hold user xattrs (%v), where overlayfs marks a directory made again as opaque", o.Work, err),
+			"put the overlay's directories on ext4, xfs, btrfs or tmpfs")
+	}
+	syscall.Removexattr(o.Work, overlayProbeXattr)
+	fi, err := os.Stat(ws)
+	if err != nil {
+		return Invalid(fmt.Sprintf("Workspace %q: %v", ws, err), "create the workspace first")
+	}
+	var up syscall.Stat_t
+	if err := syscall.Lstat(o.Upper, &up); err != nil {
+		return fmt.Errorf("sandbox: Overlay.Upper: %w", err)
+	}
+	if os.FileMode(up.Mode).Perm() != fi.Mode().Perm() {
+		if err := os.Chmod(o.Upper, fi.Mode().Perm()); err != nil {
+			return fmt.Errorf("sandbox: giving Overlay.Upper the workspace's mode: %w", err)
+		}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 && (st.Uid != up.Uid || st.Gid != up.Gid) {
+		if err := os.Lchown(o.Upper, int(st.Uid), int(st.Gid)); err != nil {
+			return fmt.Errorf("sandbox: giving Overlay.Upper the workspace's owner: %w", err)
+		}
+	}
+	return nil
+}
+
+// overlayProbeXattr is the xattr Prepare sets and removes on Overlay.Work
+// to learn whether its filesystem holds user xattrs.
+const overlayProbeXattr = "user.airlock.probe"
 
 // CommandEnv returns the whole environment a backend gives a command:
 // env, each entry checked to be KEY=value, plus HOME=/tmp and

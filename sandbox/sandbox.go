@@ -91,6 +91,16 @@ type Spec struct {
 	WorkspaceWritable bool
 	// ReadOnlyPaths are extra host paths bound read-only at the same path.
 	ReadOnlyPaths []string
+	// Overlay, when set, runs the command on a copy-on-write view of the
+	// workspace (see Overlay): every change it makes lands in
+	// Overlay.Upper, and the workspace itself, the lower layer, is never
+	// written. It needs Workspace and WorkspaceWritable. The workspace
+	// must not be changed by anyone else while the command runs:
+	// overlayfs leaves the outcome of changes to a lower layer under a
+	// mounted overlay undefined. A backend that cannot mount the overlay
+	// refuses to run (ErrUnavailable, LayerOverlay); it never falls back
+	// to writing into the workspace, whatever AllowDegraded says.
+	Overlay *Overlay
 
 	// Network is NetworkNone when empty.
 	Network Network
@@ -109,6 +119,73 @@ type Spec struct {
 	// missing layer is ErrUnavailable.
 	AllowDegraded bool
 }
+
+// Overlay asks for a copy-on-write view of the workspace: an overlayfs
+// whose lower layer is the workspace, mounted at WorkspaceMount instead of
+// the workspace itself. Both directories are the caller's to make, empty,
+// and to read and remove afterwards; the command never sees them, since
+// they live under a MaskedDirs entry of the workspace (or outside it).
+//
+// What the upper layer holds afterwards, the contract its reader relies
+// on (overlayfs's own format, with the options every backend mounts it
+// with; see Documentation/filesystems/overlayfs.rst):
+//
+//   - A file or directory the command created, or changed in any way
+//     (content, mode, owner, times, xattrs), is there whole, at its path,
+//     with its new metadata: the overlay is mounted without metacopy, so
+//     even a chmod copies the file's data up.
+//   - A symbolic link or hard link the command made is there as one (two
+//     names of the upper layer's one inode for a hard link; a hard link
+//     to a file of the workspace copies that file up first).
+//   - A deleted name is a whiteout: a character device 0/0 at its path.
+//     overlayfs may make every whiteout a hard link of one shared inode,
+//     so a whiteout's link count means nothing.
+//   - A directory that replaced one of the workspace's (deleted and made
+//     again) is opaque: it carries the xattr trusted.overlay.opaque or,
+//     when mounted in a user namespace (option userxattr),
+//     user.overlay.opaque, with the value "y"; nothing below it in the
+//     workspace shows through. Any other directory of the upper layer is
+//     merged with the workspace's of the same path.
+//   - No redirects: the overlay is mounted without redirect_dir (in the
+//     initial user namespace with redirect_dir=off,metacopy=off,index=off;
+//     in a user namespace with userxattr, which implies both off, and
+//     index=off). Renaming a directory of the workspace therefore fails
+//     with EXDEV, and tools such as mv fall back to copying it and
+//     deleting the original: the upper layer shows the new directory
+//     whole and a whiteout at the old path, never an
+//     overlay.redirect xattr. A renamed file is likewise its copy at the
+//     new path and a whiteout at the old one.
+//
+//   - Other overlay.* xattrs (impure, origin, uuid) are overlayfs's
+//     bookkeeping, not changes: a reader ignores them.
+//   - A file owned by a user the sandbox's user namespace does not map
+//     (the native backend maps the caller's own uid, and for root also
+//     root's) cannot be copied up: changing it, or anything in a
+//     directory so owned, fails in the command with EOVERFLOW, where a
+//     plain bind would have let the command write it if its mode allowed.
+//
+// Everything in Work is overlayfs's scratch space, to be removed
+// afterwards, never read.
+type Overlay struct {
+	// Upper is the host directory, empty at start, that becomes
+	// overlayfs's upperdir: every change the command makes lands here.
+	Upper string
+	// Work is the host directory, empty, on the same filesystem as
+	// Upper, that becomes overlayfs's workdir.
+	Work string
+}
+
+// OverlayOptions are the overlayfs mount options a backend mounts
+// Spec.Overlay with in the initial user namespace, and
+// OverlayOptionsUserNS those inside a user namespace, where the trusted.*
+// xattrs are out of reach and overlayfs needs userxattr (which forces
+// redirect_dir to nofollow and metacopy off, and refuses an explicit
+// redirect_dir=off). Both make the upper layer plain files and
+// directories (see Overlay).
+var (
+	OverlayOptions       = []string{"redirect_dir=off", "metacopy=off", "index=off"}
+	OverlayOptionsUserNS = []string{"userxattr", "metacopy=off", "index=off"}
+)
 
 // WorkspaceMount is where the workspace appears inside the sandbox.
 const WorkspaceMount = "/workspace"
@@ -281,7 +358,71 @@ func (s *Spec) Check() error {
 				"give clean absolute host paths such as /opt/tool")
 		}
 	}
+	if err := s.checkOverlay(); err != nil {
+		return err
+	}
 	return s.Limits.Check()
+}
+
+// checkOverlay checks Spec.Overlay's paths as written; the backends check
+// the directories themselves (Overlay.Prepare).
+func (s *Spec) checkOverlay() error {
+	o := s.Overlay
+	if o == nil {
+		return nil
+	}
+	if s.Workspace == "" || !s.WorkspaceWritable {
+		return Invalid("Overlay needs Workspace and WorkspaceWritable: it is a writable view of a workspace",
+			"set Workspace and WorkspaceWritable, or leave Overlay nil")
+	}
+	for _, d := range []struct{ name, p string }{{"Upper", o.Upper}, {"Work", o.Work}} {
+		if !path.IsAbs(d.p) || path.Clean(d.p) != d.p || d.p == "/" {
+			return Invalid(fmt.Sprintf("Overlay.%s %q is not a clean absolute path below /", d.name, d.p),
+				"give the absolute host path of an empty directory")
+		}
+		// Inside the workspace, only where the command cannot see it:
+		// else it would find its own upper layer in the merged view.
+		if rel, ok := below(d.p, path.Clean(s.Workspace)); (ok || d.p == path.Clean(s.Workspace)) && !underMasked(rel) {
+			return Invalid(fmt.Sprintf("Overlay.%s %q is inside the workspace but not under %s, where the command could see it", d.name, d.p, strings.Join(MaskedDirs, ", ")),
+				fmt.Sprintf("put it under the workspace's %s, or outside the workspace", MaskedDirs[0]))
+		}
+		if _, ok := below(path.Clean(s.Workspace), d.p); ok {
+			return Invalid(fmt.Sprintf("the workspace %q is inside Overlay.%s %q", s.Workspace, d.name, d.p),
+				fmt.Sprintf("put the overlay's directories under the workspace's %s", MaskedDirs[0]))
+		}
+	}
+	if o.Upper == o.Work {
+		return Invalid(fmt.Sprintf("Overlay.Upper and Overlay.Work are the same directory %q", o.Upper),
+			"give two distinct directories on the same filesystem")
+	}
+	if _, ok := below(o.Upper, o.Work); ok {
+		return Invalid(fmt.Sprintf("Overlay.Upper %q is inside Overlay.Work %q", o.Upper, o.Work), "give two directories side by side, neither inside the other")
+	}
+	if _, ok := below(o.Work, o.Upper); ok {
+		return Invalid(fmt.Sprintf("Overlay.Work %q is inside Overlay.Upper %q", o.Work, o.Upper), "give two directories side by side, neither inside the other")
+	}
+	return nil
+}
+
+// below reports whether p, a clean absolute path, is strictly inside dir,
+// and the path of p relative to it.
+func below(p, dir string) (string, bool) {
+	if dir == "/" {
+		return p[1:], p != "/"
+	}
+	rel, ok := strings.CutPrefix(p, dir+"/")
+	return rel, ok
+}
+
+// underMasked reports whether rel, relative to the workspace, is below
+// one of MaskedDirs.
+func underMasked(rel string) bool {
+	for _, m := range MaskedDirs {
+		if strings.HasPrefix(rel, m+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Killed says why the sandbox ended a command.
@@ -322,6 +463,9 @@ const (
 	// LayerEgressProxy: NetworkProxy's relay was set up; the command's
 	// only way out is the egress proxy.
 	LayerEgressProxy Layer = "egress_proxy"
+	// LayerOverlay: the workspace is the lower layer of an overlay
+	// (Spec.Overlay), and the command's changes went to its upper layer.
+	LayerOverlay Layer = "overlay"
 )
 
 // Result is how a command ended.
