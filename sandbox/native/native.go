@@ -244,6 +244,7 @@ func (s *Sandbox) run(ctx context.Context, spec sandbox.Spec, exe string) (sandb
 		Masked:      sandbox.MaskedDirs,
 		Protected:   sandbox.ReadOnlyDirs,
 		ReadOnly:    spec.ReadOnlyPaths,
+		Overlay:     overlayConfig(spec.Overlay),
 		Hostname:    s.hostname,
 		TmpSize:     s.tmpSize,
 		NoFile:      uint64(lim.OpenFiles),
@@ -323,6 +324,11 @@ func checkPaths(spec *sandbox.Spec) error {
 			}
 		}
 	}
+	if spec.Overlay != nil {
+		if err := spec.Overlay.Prepare(spec.Workspace); err != nil {
+			return err
+		}
+	}
 	for _, p := range spec.ReadOnlyPaths {
 		for _, r := range reservedPaths {
 			if p == r || strings.HasPrefix(p, r+"/") {
@@ -334,6 +340,14 @@ func checkPaths(spec *sandbox.Spec) error {
 		}
 	}
 	return nil
+}
+
+// overlayConfig is the init's copy of o.
+func overlayConfig(o *sandbox.Overlay) *nsinit.Overlay {
+	if o == nil {
+		return nil
+	}
+	return &nsinit.Overlay{Upper: o.Upper, Work: o.Work}
 }
 
 // reservedPaths are the sandbox's own mounts, which ReadOnlyPaths may not
@@ -711,6 +725,10 @@ func initFailure(r *nsinit.Report, allowDegraded bool) error {
 		layer := sandbox.Layer(r.Layer)
 		if layer == "" {
 			layer = stageLayer(r.Stage)
+		}
+		if layer == sandbox.LayerOverlay {
+			return sandbox.Unavailable(layer, fmt.Sprintf("the kernel refused the overlay over the workspace: %s", r.Error),
+				"use Linux 6.8 or later with overlayfs, and Overlay.Upper and Overlay.Work on a filesystem with user xattrs (ext4, xfs, btrfs; tmpfs from 6.6); or run without Overlay")
 		}
 		return sandbox.Unavailable(layer, fmt.Sprintf("%s: %s", r.Stage, r.Error),
 			"check that this kernel allows it in a user namespace, or use the container backend")

@@ -52,6 +52,7 @@ func buildRoot(cfg *Config) *failure {
 		link    string // the host path is a symlink to this
 		ro      bool
 		devices bool
+		mnt     int // a detached mount to move in place of the bind (the overlay), or 0
 	}
 	var sources []source
 	open := func(host, target string, ro, devices bool) *failure {
@@ -93,6 +94,15 @@ func buildRoot(cfg *Config) *failure {
 		if len(sources) == wsIndex || !sources[wsIndex].dir {
 			return fail("workspace", "invalid", fmt.Errorf("Workspace %q is not a directory", cfg.Workspace))
 		}
+		if cfg.Overlay != nil {
+			// Built now, while the workspace and the overlay's
+			// directories are still reachable by their host paths.
+			mnt, f := mountOverlay(sources[wsIndex].fd, cfg.Overlay)
+			if f != nil {
+				return f
+			}
+			sources[wsIndex].mnt = mnt
+		}
 	}
 
 	// The extra read-only paths last, so that they sit on top of the rest.
@@ -132,8 +142,13 @@ func buildRoot(cfg *Config) *failure {
 		if err := mountPoint(target, s.dir); err != nil {
 			return fail("mount", "fault", err)
 		}
-		src := "/proc/self/fd/" + strconv.Itoa(s.fd)
-		if err := unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if s.mnt > 0 {
+			f := placeOverlay(s.mnt, target)
+			unix.Close(s.mnt)
+			if f != nil {
+				return f
+			}
+		} else if err := unix.Mount(fdPath(s.fd), target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fail("mount", "unavailable", fmt.Errorf("binding %s: %w", s.target, err))
 		}
 		unix.Close(s.fd)

@@ -90,7 +90,10 @@ type Config struct {
 	Masked    []string // relative to the workspace
 	Protected []string // relative to the workspace: bound read-only over themselves
 	ReadOnly  []string // extra host paths, bound at the same path
-	Hostname  string
+	// Overlay, when set, mounts the workspace as the lower layer of an
+	// overlay at /workspace (Writable is then set too) instead of binding it.
+	Overlay  *Overlay `json:",omitempty"`
+	Hostname string
 
 	UID, GID         int  // the command's ids inside the user namespace
 	SetGroups        bool // setgroups(2) is allowed in the namespace
@@ -261,6 +264,9 @@ func setup(cfg *Config) (int, []string, []string, *failure) {
 	}
 	if err := buildRoot(cfg); err != nil {
 		return 0, nil, nil, err
+	}
+	if cfg.Overlay != nil && cfg.Workspace != "" {
+		on("overlay")
 	}
 	on("pivot_root")
 	on("readonly_root")
