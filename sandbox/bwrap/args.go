@@ -141,11 +141,16 @@ func buildArgs(spec *sandbox.Spec, hidden []string) ([]string, error) {
 		if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 			return nil, sandbox.Invalid(fmt.Sprintf("Workspace %q is not a directory on the host", ws), "give an existing directory as the workspace")
 		}
-		bind := "--ro-bind"
-		if spec.WorkspaceWritable {
-			bind = "--bind"
+		switch {
+		case spec.Overlay != nil:
+			// bwrap chooses the overlay's options itself: Run checks
+			// them in the sandbox's mountinfo before the command starts.
+			a = append(a, "--overlay-src", ws, "--overlay", spec.Overlay.Upper, spec.Overlay.Work, sandbox.WorkspaceMount)
+		case spec.WorkspaceWritable:
+			a = append(a, "--bind", ws, sandbox.WorkspaceMount)
+		default:
+			a = append(a, "--ro-bind", ws, sandbox.WorkspaceMount)
 		}
-		a = append(a, bind, ws, sandbox.WorkspaceMount)
 		for _, m := range sandbox.MaskedDirs {
 			fi, err := os.Lstat(path.Join(ws, m))
 			switch {

@@ -146,6 +146,14 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	if spec.Overlay != nil {
+		if err := overlaySupported(bin); err != nil {
+			return sandbox.Result{}, err
+		}
+		if err := spec.Overlay.Prepare(spec.Workspace); err != nil {
+			return sandbox.Result{}, err
+		}
+	}
 	args, err := buildArgs(&spec, s.opts.HiddenPaths)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -263,6 +271,21 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
+	if spec.Overlay != nil {
+		// The child waits on --block-fd with its mounts made: what its
+		// mountinfo shows is what the command would get.
+		mi, err := readMountinfo(child)
+		if err == nil {
+			err = checkOverlayMount(mi)
+		}
+		if err != nil {
+			r.end(sandbox.KilledWall)
+			syscall.Kill(child, syscall.SIGKILL)
+			cmd.Kill()
+			cmd.wait()
+			return res, err
+		}
+	}
 	r.mu.Lock()
 	r.kill = func() {
 		// The child is PID 1 of the sandbox: killing it makes the kernel
@@ -321,6 +344,9 @@ func (r *run) do(ctx context.Context, bin string, args []string, spec *sandbox.S
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
 	res.Truncated = stdout.Over() || stderr.Over()
 	res.Enforced = append(append([]sandbox.Layer{}, layersNS...), sandbox.LayerSeccomp, sandbox.LayerRlimits)
+	if spec.Overlay != nil {
+		res.Enforced = append(res.Enforced, sandbox.LayerOverlay)
+	}
 	if r.cg != nil {
 		res.Enforced = append(res.Enforced, sandbox.LayerCgroupMem, sandbox.LayerCgroupPids)
 		res.Usage.MemPeak = r.cg.memPeak()

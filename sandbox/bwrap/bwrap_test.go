@@ -16,6 +16,7 @@ import (
 
 	"airlock.dev/airlock/sandbox"
 	"airlock.dev/airlock/sandbox/bwrap"
+	"airlock.dev/airlock/sandbox/sandboxtest"
 )
 
 func run(t *testing.T, sb *bwrap.Sandbox, spec sandbox.Spec) sandbox.Result {
@@ -333,4 +334,21 @@ func BenchmarkRunTrue(b *testing.B) {
 			b.Fatalf("%v %+v", err, r)
 		}
 	}
+}
+
+// BenchmarkOverlay is `true` in a writable workspace, bound plainly and
+// as the lower layer of an overlay, side by side. A bwrap without
+// --overlay (before 0.9) has no overlay figure: that half says why.
+func BenchmarkOverlay(b *testing.B) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Fatalf("bwrap is not installed: run scripts/setup-sandbox.sh as root: %v", err)
+	}
+	sb := bwrap.New(nil)
+	b.Run("writable", func(b *testing.B) { sandboxtest.BenchOverlay(b, sb, false) })
+	b.Run("overlay", func(b *testing.B) {
+		if err := sb.HasOverlay(); err != nil {
+			b.Skipf("no overlay figure: %v", err)
+		}
+		sandboxtest.BenchOverlay(b, sb, true)
+	})
 }

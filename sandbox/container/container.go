@@ -282,6 +282,13 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 		// all while the caller thinks the proxy is there.
 		return sandbox.Result{}, sandbox.Unavailable(sandbox.LayerEgressProxy, "the container backend has no egress proxy mode yet", "use the native backend for commands that need the egress proxy")
 	}
+	if spec.Overlay != nil {
+		// The engine mounts the workspace itself; an overlay of ours
+		// would need the engine's own mount options, which the Engine
+		// API does not give. Never a plain writable bind instead.
+		return sandbox.Result{}, sandbox.Unavailable(sandbox.LayerOverlay, "the container backend has no copy-on-write workspace",
+			"use the native backend (or bwrap 0.9 or later) for a command whose changes must be reviewable, or run without Overlay")
+	}
 	var degraded []sandbox.Layer
 	if isRootUser(s.opts.User) {
 		if !spec.AllowDegraded {

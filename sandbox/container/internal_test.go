@@ -2,6 +2,7 @@ package container
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -283,5 +284,22 @@ func TestDefaults(t *testing.T) {
 	}
 	if WatchInterval <= 0 || CleanupTimeout <= 0 || DialTimeout <= 0 || MaxResponse <= 0 {
 		t.Error("a limit is not positive")
+	}
+}
+
+// TestOverlayRefused: the container backend gives no copy-on-write
+// workspace, and says so before it asks the engine anything (the socket
+// here answers nothing), with or without AllowDegraded.
+func TestOverlayRefused(t *testing.T) {
+	ws := t.TempDir()
+	s := New(&Options{Socket: filepath.Join(t.TempDir(), "none.sock"), StateDir: t.TempDir()})
+	for _, degraded := range []bool{false, true} {
+		_, err := s.Run(context.Background(), sandbox.Spec{Argv: []string{"true"}, Workspace: ws, WorkspaceWritable: true, AllowDegraded: degraded,
+			Overlay: &sandbox.Overlay{Upper: ws + "/.airlock/u", Work: ws + "/.airlock/w"}})
+		var e *sandbox.Error
+		if !errors.As(err, &e) || e.Code != sandbox.CodeUnavailable || e.Layer != sandbox.LayerOverlay ||
+			e.Message != "the container backend has no copy-on-write workspace" || !strings.Contains(e.Hint, "native") {
+			t.Errorf("AllowDegraded %v: got %v, want Unavailable for layer overlay with a hint naming native", degraded, err)
+		}
 	}
 }

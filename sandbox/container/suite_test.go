@@ -39,5 +39,6 @@ func TestSuite(t *testing.T) {
 		Unavailable: func(t *testing.T) (sandbox.Sandbox, sandbox.Layer) {
 			return container.New(&container.Options{User: "0:0"}), sandbox.LayerNonRoot
 		},
+		NoOverlay: true,
 	})
 }

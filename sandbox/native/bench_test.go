@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"airlock.dev/airlock/sandbox"
+	"airlock.dev/airlock/sandbox/sandboxtest"
 )
 
 // BenchmarkRunTrue is the latency of one sandboxed `true`, every layer on.
@@ -57,4 +58,24 @@ func benchRun(b *testing.B, skip []sandbox.Layer) {
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "ms-median")
 	b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "ms-p99")
+}
+
+// BenchmarkOverlay is the latency of one sandboxed `true` in a writable
+// workspace, bound plainly and as the lower layer of an overlay
+// (Spec.Overlay), side by side in one run. Each overlay run gets fresh,
+// empty directories, made and removed outside the time measured.
+func BenchmarkOverlay(b *testing.B) {
+	for _, overlay := range []bool{false, true} {
+		name := "writable"
+		if overlay {
+			name = "overlay"
+		}
+		b.Run(name, func(b *testing.B) {
+			sb, err := New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sandboxtest.BenchOverlay(b, sb, overlay)
+		})
+	}
 }

@@ -62,6 +62,11 @@ type Options struct {
 	Unavailable func(t *testing.T) (sandbox.Sandbox, sandbox.Layer)
 	// Timeout bounds each Run the suite makes; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// NoOverlay says the backend has no copy-on-write workspace
+	// (Spec.Overlay): every Run with one must refuse with ErrUnavailable
+	// naming sandbox.LayerOverlay, with or without AllowDegraded, and
+	// leave the workspace as it was.
+	NoOverlay bool
 }
 
 // DefaultTimeout is how long the suite lets one Run take before it calls
@@ -127,6 +132,10 @@ func Run(t *testing.T, newSandbox func(t *testing.T) sandbox.Sandbox, opts *Opti
 		{"Limits/CPU", s.testCPU},
 		{"Limits/WallAndOrphans", s.testWall},
 		{"Limits/Output", s.testOutputFlood},
+		{"Overlay/Changes", s.testOverlayChanges},
+		{"Overlay/DeleteAll", s.testOverlayDeleteAll},
+		{"Overlay/Escape", s.testOverlayEscape},
+		{"Overlay/Wall", s.testOverlayWall},
 	} {
 		t.Run(c.name, c.f)
 	}
@@ -511,6 +520,8 @@ func (s *suite) testInvalidSpec(t *testing.T) {
 		{"dir absolute", sandbox.Spec{Argv: []string{"true"}, Dir: "/etc", Workspace: ws}},
 		{"relative workspace", sandbox.Spec{Argv: []string{"true"}, Workspace: "relative/dir"}},
 		{"relative read-only path", sandbox.Spec{Argv: []string{"true"}, ReadOnlyPaths: []string{"usr"}, Workspace: ws}},
+		{"overlay on a read-only workspace", sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Overlay: &sandbox.Overlay{Upper: ws + "/.airlock/u", Work: ws + "/.airlock/w"}}},
+		{"overlay upper in sight", sandbox.Spec{Argv: []string{"true"}, Workspace: ws, WorkspaceWritable: true, Overlay: &sandbox.Overlay{Upper: ws + "/u", Work: ws + "/.airlock/w"}}},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 		_, err := sb.Run(ctx, c.spec)
