@@ -545,8 +545,8 @@ func (d *differ) write(w io.Writer, items []pathDiff) error {
 			if d.files < d.lim.MaxFiles {
 				limit = sizeText(d.lim.MaxBytes) + " of diff (DiffLimits.MaxBytes)"
 			}
-			_, err := fmt.Fprintf(w, "[the diff stops at its limit of %s; not shown: %s more]\n",
-				limit, plural.Count(countPaths(items[i:]), "path", "paths"))
+			_, err := fmt.Fprintf(w, "[the diff stops at its limit of %s; not shown: %s]\n",
+				limit, plural.Count(countPaths(items[i:]), "more path", "more paths"))
 			return err
 		}
 		if _, err := w.Write(buf.Bytes()); err != nil {
@@ -586,7 +586,7 @@ func countPaths(items []pathDiff) int {
 func (d *differ) item(buf *bytes.Buffer, it *pathDiff, entries bool) (bool, error) {
 	o, n := it.old, it.new
 	if o.lost {
-		d.header(buf, it.path, "its old version is no longer in the snapshot (rolled back already)")
+		d.header(buf, it.path, "its old version is no longer in the snapshot: rolled back already")
 		return true, nil
 	}
 	shown := false
