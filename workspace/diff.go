@@ -162,8 +162,18 @@ func (w *Workspace) SessionDiff(session string, out io.Writer, lim DiffLimits) e
 	if err := checkSession(session); err != nil {
 		return err
 	}
-	// Apply and Rollback change the records under w.mu: hold it, so that
-	// the diff reads one state of them.
+	// The diff is made under w.mu, which Apply and Rollback hold while
+	// they change the records, so that it reads one state of them; it is
+	// written out after, so that a slow reader holds up no change.
+	var buf bytes.Buffer
+	if err := w.sessionDiff(session, &buf, lim); err != nil {
+		return err
+	}
+	_, err = buf.WriteTo(out)
+	return err
+}
+
+func (w *Workspace) sessionDiff(session string, out io.Writer, lim DiffLimits) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	dir := SnapshotsDir + "/" + session

@@ -731,3 +731,45 @@ func TestSessionDiffApplies(t *testing.T) {
 	}
 	sameTree(t, "the workspace from before the session, patched", contents(t, before), contents(t, f.dir))
 }
+
+// TestOverlayDiffEveryKind: the diff of every kind of change (links,
+// hard links, binary and large files, directories replaced, made and
+// deleted) names exactly the paths whose entry differs between the
+// tree before and the same command's result on a plain copy.
+func TestOverlayDiffEveryKind(t *testing.T) {
+	f := newFixture(t, nil)
+	populate(t, f.dir)
+	before := unlinked(tree(t, f.dir))
+	truth := copyTree(t, f.dir)
+	runPlain(t, truth, everyKind)
+	after := unlinked(tree(t, truth))
+	got, o, _ := overlayDiff(t, f, everyKind, workspace.DiffLimits{})
+	defer o.Discard()
+	shown := map[string]bool{}
+	for _, line := range strings.Split(got, "\n") {
+		if rest, ok := strings.CutPrefix(line, "diff --airlock a/"); ok {
+			p, _, _ := strings.Cut(rest, " b/")
+			shown[p] = true
+		}
+	}
+	isDir := func(desc string) bool { return strings.HasPrefix(desc, "d") }
+	for p := range union(before, after) {
+		b, a := before[p], after[p]
+		made, gone := b == "" && isDir(a), a == "" && isDir(b)
+		if b == a || made || gone {
+			continue // the same, or a directory made or deleted: shown as its entries
+		}
+		if !shown[p] {
+			t.Errorf("%s changed (%q -> %q) but the diff does not show it", p, b, a)
+		}
+	}
+	for p := range shown {
+		if before[p] == after[p] {
+			t.Errorf("the diff shows %s, which did not change (%q)", p, before[p])
+		}
+	}
+	if !strings.Contains(got, "Files a/big.bin and b/big.bin differ (3000000 bytes -> 3000000 bytes), too large to show") ||
+		!strings.Contains(got, "Binary files /dev/null and b/bin.dat differ (0 bytes -> 3 bytes)") {
+		t.Errorf("the large and binary files are not one line each:\n%s", got[:min(len(got), 4000)])
+	}
+}
