@@ -555,9 +555,11 @@ func (d *differ) write(w io.Writer, items []pathDiff) error {
 			if d.files < d.lim.MaxFiles {
 				limit = sizeText(d.lim.MaxBytes) + " of diff (DiffLimits.MaxBytes)"
 			}
-			_, err := fmt.Fprintf(w, "[the diff stops at its limit of %s; not shown: %s]\n",
-				limit, plural.Count(countPaths(items[i:]), "more path", "more paths"))
-			return err
+			if _, err := fmt.Fprintf(w, "[the diff stops at its limit of %s; not shown: %s]\n",
+				limit, plural.Count(countPaths(items[i:]), "more path", "more paths")); err != nil {
+				return err
+			}
+			break
 		}
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return err
