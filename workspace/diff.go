@@ -553,7 +553,7 @@ func (d *differ) write(w io.Writer, items []pathDiff) error {
 		if d.files >= d.lim.MaxFiles || d.written+int64(buf.Len()) > d.lim.MaxBytes {
 			limit := plural.Count(d.lim.MaxFiles, "path", "paths") + " (DiffLimits.MaxFiles)"
 			if d.files < d.lim.MaxFiles {
-				limit = sizeText(d.lim.MaxBytes) + " of diff (DiffLimits.MaxBytes)"
+				limit = plural.Bytes(d.lim.MaxBytes) + " of diff (DiffLimits.MaxBytes)"
 			}
 			if _, err := fmt.Fprintf(w, "[the diff stops at its limit of %s; not shown: %s]\n",
 				limit, plural.Count(countPaths(items[i:]), "more path", "more paths")); err != nil {
@@ -1042,7 +1042,7 @@ func groupOps(ops []difflib.OpCode, n int) [][]difflib.OpCode {
 }
 
 // Summary says in one line what the changes do: "3 added, 1 modified,
-// 12 deleted (48 KiB kept for rollback)".
+// 12 deleted (48KiB kept for rollback)".
 func (s *ChangeSet) Summary() string {
 	if s == nil {
 		return "no changes"
@@ -1065,25 +1065,7 @@ func (s *ChangeSet) Summary() string {
 	}
 	out := strings.Join(parts, ", ")
 	if s.OldBytes > 0 {
-		out += " (" + sizeText(s.OldBytes) + " kept for rollback)"
+		out += " (" + plural.Bytes(s.OldBytes) + " kept for rollback)"
 	}
 	return out
-}
-
-// sizeText writes a size for people: bytes below 1 KiB, else in KiB, MiB
-// or GiB, with one decimal below 10.
-func sizeText(n int64) string {
-	if n < 1<<10 {
-		return plural.Count(int(n), "byte", "bytes")
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB"}
-	v, u := float64(n)/(1<<10), 0
-	for v >= 1<<10 && u < len(units)-1 {
-		v /= 1 << 10
-		u++
-	}
-	if v < 10 {
-		return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
-	}
-	return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[u]
 }

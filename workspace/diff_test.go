@@ -438,9 +438,9 @@ func TestSummary(t *testing.T) {
 		{&workspace.ChangeSet{Changes: []workspace.Change{
 			{Kind: workspace.ChangeAdded}, {Kind: workspace.ChangeAdded}, {Kind: workspace.ChangeAdded},
 			{Kind: workspace.ChangeModified}, {Kind: workspace.ChangeDeleted}, {Kind: workspace.ChangeDeleted},
-		}, OldBytes: 48 << 10}, "3 added, 1 modified, 2 deleted (48 KiB kept for rollback)"},
+		}, OldBytes: 48 << 10}, "3 added, 1 modified, 2 deleted (48KiB kept for rollback)"},
 		{&workspace.ChangeSet{Changes: []workspace.Change{{Kind: workspace.ChangeDeleted}}, OldBytes: 1}, "1 deleted (1 byte kept for rollback)"},
-		{&workspace.ChangeSet{Changes: []workspace.Change{{Kind: workspace.ChangeModified}}, OldBytes: 3 << 19}, "1 modified (1.5 MiB kept for rollback)"},
+		{&workspace.ChangeSet{Changes: []workspace.Change{{Kind: workspace.ChangeModified}}, OldBytes: 3 << 19}, "1 modified (1.5MiB kept for rollback)"},
 		{&workspace.ChangeSet{Skipped: []string{"fifo"}}, "1 special file not applied"},
 	} {
 		if got := tc.set.Summary(); got != tc.want {
