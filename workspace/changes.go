@@ -250,14 +250,7 @@ func (r *changeReader) walk(rel string, dir, lower int, opaque, fresh bool) erro
 					continue // copied up and left as it was
 				}
 			}
-			if old.Type == TypeDir {
-				if err := r.oldTree(p, lower, name); err != nil {
-					return err
-				}
-			} else if old.Type != TypeNone {
-				r.set.keep(old.Size)
-			}
-			if err := r.add(c); err != nil {
+			if err := r.replace(c, lower, name); err != nil {
 				return err
 			}
 		}
@@ -306,14 +299,23 @@ func (r *changeReader) lowerState(lower int, name string, st *unix.Stat_t) (Stat
 
 // deleted records the deletion of the workspace's entry name in lower.
 func (r *changeReader) deleted(p string, lower int, name string, old State) error {
-	if old.Type == TypeDir {
-		if err := r.oldTree(p, lower, name); err != nil {
+	return r.replace(Change{Path: p, Kind: ChangeDeleted, Old: old}, lower, name)
+}
+
+// replace records c, which replaces or deletes the workspace's entry
+// name in lower (c.Old; none when TypeNone), counting what the snapshot
+// keeps of it: a file, or a directory's whole tree.
+func (r *changeReader) replace(c Change, lower int, name string) error {
+	switch c.Old.Type {
+	case TypeNone:
+	case TypeDir:
+		if err := r.oldTree(c.Path, lower, name); err != nil {
 			return err
 		}
-	} else {
-		r.set.keep(old.Size)
+	default:
+		r.set.keep(c.Old.Size)
 	}
-	return r.add(Change{Path: p, Kind: ChangeDeleted, Old: old})
+	return r.add(c)
 }
 
 // oldTree adds the size of the workspace's directory name in lower, all

@@ -28,6 +28,8 @@ const OverlaysDir = StateDir + "/overlay"
 const (
 	overlayUpper = "upper"
 	overlayWork  = "work"
+	overlayCopy  = "copy"     // a copy view's copy of the workspace (NewCopyView)
+	copyRecord   = "copied"   // a copy view's record of what it copied
 	overlayLock  = "lock"     // flocked by the process that owns the overlay
 	markApplying = "applying" // holds the session whose snapshot the changes are being applied under
 	heldResult   = "result"   // a held overlay's result, given back when it is applied
@@ -35,7 +37,8 @@ const (
 )
 
 // Overlay is one run's copy-on-write layer: the sandbox mounts it over
-// the workspace (Upper and Work), and afterwards its changes are applied,
+// the workspace (Upper and Work), or, for a copy view, runs the command
+// on a copy of the workspace (Copy); afterwards its changes are applied,
 // held for a person's approval, or discarded. Exactly one of Apply, Hold
 // and Discard ends it; until then a lock marks it as in use, so that
 // Recover in another process leaves it alone.
@@ -44,12 +47,27 @@ type Overlay struct {
 	name string   // its directory under OverlaysDir
 	lock *os.File // the flock
 	// Upper and Work are the host paths of overlayfs's upperdir and
-	// workdir, for sandbox.Overlay.
+	// workdir, for sandbox.Overlay; empty for a copy view.
 	Upper, Work string
+	// Copy is a copy view's copy of the workspace (NewCopyView), the
+	// directory the sandbox mounts writable as the workspace; empty for
+	// an overlay.
+	Copy string
 }
 
 // NewOverlay makes an empty overlay for one run.
 func (w *Workspace) NewOverlay() (*Overlay, error) {
+	o, err := w.makeOverlay(overlayUpper, overlayWork)
+	if err != nil {
+		return nil, err
+	}
+	o.setPaths(false)
+	return o, nil
+}
+
+// makeOverlay makes a new, locked overlay directory holding the empty
+// directories dirs.
+func (w *Workspace) makeOverlay(dirs ...string) (*Overlay, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
 	}
@@ -59,18 +77,32 @@ func (w *Workspace) NewOverlay() (*Overlay, error) {
 	}
 	name := hex.EncodeToString(rnd[:])
 	rel := OverlaysDir + "/" + name
-	for _, d := range []string{StateDir, OverlaysDir, rel, rel + "/" + overlayUpper, rel + "/" + overlayWork} {
+	mk := []string{StateDir, OverlaysDir, rel}
+	for _, d := range dirs {
+		mk = append(mk, rel+"/"+d)
+	}
+	for _, d := range mk {
 		if err := w.root.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("workspace: making the overlay %s: %w", d, err)
 		}
 	}
-	o := &Overlay{w: w, name: name,
-		Upper: filepath.Join(w.dir, rel, overlayUpper), Work: filepath.Join(w.dir, rel, overlayWork)}
+	o := &Overlay{w: w, name: name}
 	if err := o.takeLock(); err != nil {
 		w.root.RemoveAll(rel)
 		return nil, err
 	}
 	return o, nil
+}
+
+// setPaths fills in the host paths of an overlay's layers, or of a copy
+// view's copy.
+func (o *Overlay) setPaths(copyView bool) {
+	dir := filepath.Join(o.w.dir, o.rel())
+	if copyView {
+		o.Copy = filepath.Join(dir, overlayCopy)
+		return
+	}
+	o.Upper, o.Work = filepath.Join(dir, overlayUpper), filepath.Join(dir, overlayWork)
 }
 
 func (o *Overlay) rel() string { return OverlaysDir + "/" + o.name }
@@ -108,6 +140,9 @@ func (o *Overlay) Changes() (*ChangeSet, error) {
 		return nil, err
 	}
 	defer ws.Close()
+	if o.Copy != "" {
+		return o.copyChanges(int(ws.Fd()))
+	}
 	up, err := openDirBeneath(int(ws.Fd()), o.rel()+"/"+overlayUpper)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: the overlay's upper layer: %w", err)
@@ -155,7 +190,6 @@ func (w *Workspace) HeldOverlay(id string) (*Overlay, []byte, error) {
 		return nil, nil, err
 	}
 	o := &Overlay{w: w, name: heldPrefix + id}
-	o.Upper, o.Work = filepath.Join(w.dir, o.rel(), overlayUpper), filepath.Join(w.dir, o.rel(), overlayWork)
 	if _, err := w.root.Lstat(o.rel()); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, tool.Errorf(tool.CodeNotFound, "The changes were applied, discarded or pruned already; run the command again",
 			"no changes are held under approval %s", id)
@@ -163,6 +197,8 @@ func (w *Workspace) HeldOverlay(id string) (*Overlay, []byte, error) {
 	if err := o.takeLock(); err != nil {
 		return nil, nil, err
 	}
+	_, err := w.root.Lstat(o.rel() + "/" + overlayCopy)
+	o.setPaths(err == nil)
 	result, err := w.root.ReadFile(o.rel() + "/" + heldResult)
 	if err != nil {
 		o.release()
@@ -201,7 +237,10 @@ func (o *Overlay) Apply(session string, set *ChangeSet) (Applied, error) {
 	if err := syncPath(w.root, o.rel()); err != nil {
 		return a, err
 	}
-	m := batchManifest{Overlay: o.name, Changes: set.Changes}
+	m := batchManifest{Overlay: o.name, Source: sourceUpper, Changes: set.Changes}
+	if o.Copy != "" {
+		m.Source = sourceCopy
+	}
 	manifest, err := json.Marshal(m)
 	if err != nil {
 		return a, err
@@ -223,8 +262,30 @@ func (o *Overlay) Apply(session string, set *ChangeSet) (Applied, error) {
 // version of change i, when one was kept, is the entry named i in the
 // record's directory (the record's name with oldSuffix).
 type batchManifest struct {
-	Overlay string   `json:"overlay"`
+	Overlay string `json:"overlay"`
+	// Source is the directory of the overlay the new versions are
+	// renamed from: sourceUpper (or "", as records made before copy
+	// views read) or sourceCopy.
+	Source  string   `json:"source,omitempty"`
 	Changes []Change `json:"changes"`
+}
+
+// The sources of a batch's new versions.
+const (
+	sourceUpper = "upper" // an overlay's upper layer
+	sourceCopy  = "copy"  // a copy view's copy
+)
+
+// sourceDir is the directory, under the overlay's, that the new versions
+// are renamed from.
+func (m *batchManifest) sourceDir() (string, error) {
+	switch m.Source {
+	case "", sourceUpper:
+		return overlayUpper, nil
+	case sourceCopy:
+		return overlayCopy, nil
+	}
+	return "", fmt.Errorf("workspace: the batch record names the source %q, neither %q nor %q", m.Source, sourceUpper, sourceCopy)
 }
 
 const oldSuffix = ".old"
@@ -253,7 +314,11 @@ func (w *Workspace) applyBatch(session, rec string, m *batchManifest) error {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	defer unix.Close(oldfd)
-	upperRel := OverlaysDir + "/" + m.Overlay + "/" + overlayUpper
+	src, err := m.sourceDir()
+	if err != nil {
+		return err
+	}
+	srcRel := OverlaysDir + "/" + m.Overlay + "/" + src
 	for i, c := range m.Changes {
 		if applyHook != nil {
 			applyHook(i)
@@ -261,7 +326,7 @@ func (w *Workspace) applyBatch(session, rec string, m *batchManifest) error {
 		if c.WithParent {
 			continue // moved into place with its directory
 		}
-		if err := applyOne(wsfd, upperRel, oldfd, fmt.Sprint(i), &c); err != nil {
+		if err := applyOne(wsfd, srcRel, oldfd, fmt.Sprint(i), &c); err != nil {
 			return fmt.Errorf("workspace: applying the change to %q: %w", c.Path, err)
 		}
 	}
@@ -279,9 +344,11 @@ func (w *Workspace) applyBatch(session, rec string, m *batchManifest) error {
 
 // applyOne carries out one change: the workspace's entry (if any) is
 // kept aside as old (a hard link for a file or link, so that the path is
-// never empty; a rename for a directory), then the upper layer's entry is
-// renamed into place.
-func applyOne(ws int, upperRel string, oldDir int, old string, c *Change) error {
+// never empty; a rename for a directory), then the new version, the
+// entry at the same path in srcRel (an upper layer or a copy view's
+// copy), is renamed into place. A new version no longer in srcRel was
+// moved into place already.
+func applyOne(ws int, srcRel string, oldDir int, old string, c *Change) error {
 	parent := dirOf(c.Path)
 	name := baseOf(c.Path)
 	wd, err := openDirBeneath(ws, parent)
@@ -308,7 +375,7 @@ func applyOne(ws int, upperRel string, oldDir int, old string, c *Change) error 
 		// their own.
 		return unix.Fchmodat(wd, name, c.New.Mode, 0)
 	}
-	ud, err := openDirBeneath(ws, under(upperRel, parent))
+	ud, err := openDirBeneath(ws, under(srcRel, parent))
 	if errors.Is(err, unix.ENOENT) {
 		return nil // its directory was moved into place already
 	}

@@ -160,109 +160,156 @@ const everyKind = `
 	echo other > h1.new; mv h1.new h1
 `
 
-func TestOverlayApplyAndRollback(t *testing.T) {
-	f := newFixture(t, nil)
+// everyKindTruth populates f's workspace and returns its tree, and the
+// tree everyKind makes of it, run on a plain copy: the ground truth.
+func everyKindTruth(t *testing.T, f *fixture) (before, want map[string]string) {
+	t.Helper()
 	populate(t, f.dir)
-	before := tree(t, f.dir)
+	before = tree(t, f.dir)
 	truth := copyTree(t, f.dir)
 	runPlain(t, truth, everyKind)
-	want := tree(t, truth)
+	return before, tree(t, truth)
+}
 
-	o, err := f.w.NewOverlay()
-	if err != nil {
-		t.Fatal(err)
+// A view is a way to run a command on the workspace without changing
+// it, whose changes are then read and applied: an overlay, mounted as the
+// native sandbox does, or a copy view, for a sandbox that cannot mount
+// one (with plain bash in the copy, as a sandbox would run there).
+type view struct {
+	name string
+	open func(t *testing.T, f *fixture) *workspace.Overlay
+	run  func(t *testing.T, dir string, o *workspace.Overlay, script string)
+}
+
+var views = []view{
+	{"overlay", func(t *testing.T, f *fixture) *workspace.Overlay {
+		t.Helper()
+		o, err := f.w.NewOverlay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}, runOnOverlay},
+	{"copy", newCopyView, func(t *testing.T, _ string, o *workspace.Overlay, script string) {
+		t.Helper()
+		runPlain(t, o.Copy, script)
+	}},
+}
+
+// forEachView runs test once on each view.
+func forEachView(t *testing.T, test func(t *testing.T, v view)) {
+	for _, v := range views {
+		t.Run(v.name, func(t *testing.T) { test(t, v) })
 	}
-	runOnOverlay(t, f.dir, o, everyKind)
-	sameTree(t, "the workspace while the command's changes wait", tree(t, f.dir), before)
-	set, err := o.Changes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !set.Destroys() {
-		t.Error("Destroys() = false for changes that delete b.txt and d/x")
-	}
-	a, err := o.Apply("s1", set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("applied: %+v", a)
-	sameTree(t, "after Apply", tree(t, f.dir), want)
-	if _, err := os.Stat(filepath.Join(f.dir, workspace.OverlaysDir)); err == nil {
+}
+
+func TestOverlayApplyAndRollback(t *testing.T) {
+	forEachView(t, func(t *testing.T, v view) {
+		f := newFixture(t, nil)
+		before, want := everyKindTruth(t, f)
+
+		o := v.open(t, f)
+		v.run(t, f.dir, o, everyKind)
+		sameTree(t, "the workspace while the command's changes wait", tree(t, f.dir), before)
+		set, err := o.Changes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !set.Destroys() {
+			t.Error("Destroys() = false for changes that delete b.txt and d/x")
+		}
+		a, err := o.Apply("s1", set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("applied: %+v", a)
+		sameTree(t, "after Apply", tree(t, f.dir), want)
 		if ents, _ := os.ReadDir(filepath.Join(f.dir, workspace.OverlaysDir)); len(ents) > 0 {
 			t.Errorf("the overlay is still there after Apply: %v", ents)
 		}
-	}
+		// The new states name the entries now in place, which Rollback
+		// checks.
+		for _, c := range set.Changes {
+			if c.Kind == workspace.ChangeDeleted || c.New.Type == workspace.TypeDir {
+				continue
+			}
+			var st syscall.Stat_t
+			if err := syscall.Lstat(filepath.Join(f.dir, c.Path), &st); err != nil {
+				t.Errorf("%s: %v", c.Path, err)
+			} else if st.Ino != c.New.Ino || st.Mtim.Nano() != c.New.MtimeNs {
+				t.Errorf("%s: New is inode %d at %d, the workspace holds inode %d at %d", c.Path, c.New.Ino, c.New.MtimeNs, st.Ino, st.Mtim.Nano())
+			}
+		}
 
-	res, err := f.w.Rollback("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Conflicts) > 0 {
-		t.Errorf("conflicts: %+v", res.Conflicts)
-	}
-	sameTree(t, "after Rollback", tree(t, f.dir), before)
-	if again, err := f.w.Rollback("s1"); err != nil || len(again.Restored) > 0 {
-		t.Errorf("second Rollback = %+v, %v; want nothing", again, err)
-	}
+		res, err := f.w.Rollback("s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Conflicts) > 0 {
+			t.Errorf("conflicts: %+v", res.Conflicts)
+		}
+		sameTree(t, "after Rollback", tree(t, f.dir), before)
+		if again, err := f.w.Rollback("s1"); err != nil || len(again.Restored) > 0 {
+			t.Errorf("second Rollback = %+v, %v; want nothing", again, err)
+		}
+	})
 }
 
 func TestOverlayNothingChanged(t *testing.T) {
-	f := newFixture(t, nil)
-	populate(t, f.dir)
-	o, err := f.w.NewOverlay()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Opening for writing copies a file up; writing the same bytes back
-	// changes nothing.
-	runOnOverlay(t, f.dir, o, `cat a.txt > /tmp/a.copy; cat /tmp/a.copy > a.txt; touch -m b.txt 2>/dev/null; ls -R >/dev/null`)
-	set, err := o.Changes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range set.Changes {
-		if c.Path == "a.txt" {
-			t.Errorf("a.txt rewritten with its own bytes counts as a change: %+v", c)
+	forEachView(t, func(t *testing.T, v view) {
+		f := newFixture(t, nil)
+		populate(t, f.dir)
+		o := v.open(t, f)
+		// Opening for writing copies a file up; writing the same bytes
+		// back, a new time and the same mode change nothing.
+		v.run(t, f.dir, o, `cat a.txt > /tmp/a.copy; cat /tmp/a.copy > a.txt; touch -m b.txt big.bin; chmod 644 run.sh; ls -R >/dev/null`)
+		set, err := o.Changes()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := o.Discard(); err != nil {
-		t.Fatal(err)
-	}
+		if len(set.Changes) > 0 || len(set.Skipped) > 0 {
+			t.Errorf("changes %+v, skipped %v; want none", set.Changes, set.Skipped)
+		}
+		if err := o.Discard(); err != nil {
+			t.Fatal(err)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(f.dir, workspace.OverlaysDir)); len(ents) > 0 {
+			t.Errorf("the overlay is still there after Discard: %v", ents)
+		}
+	})
 }
 
 func TestOverlayWholeWorkspaceDeleted(t *testing.T) {
-	f := newFixture(t, nil)
-	populate(t, f.dir)
-	before := tree(t, f.dir)
-	o, err := f.w.NewOverlay()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runOnOverlay(t, f.dir, o, `find . -mindepth 1 -maxdepth 1 ! -name .airlock -exec rm -rf {} +`)
-	set, err := o.Changes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o.Apply("s2", set); err != nil {
-		t.Fatal(err)
-	}
-	if got := tree(t, f.dir); len(got) != 0 {
-		t.Fatalf("after applying the deletion of everything: %v", got)
-	}
-	if _, err := f.w.Rollback("s2"); err != nil {
-		t.Fatal(err)
-	}
-	sameTree(t, "after Rollback", tree(t, f.dir), before)
+	forEachView(t, func(t *testing.T, v view) {
+		f := newFixture(t, nil)
+		populate(t, f.dir)
+		before := tree(t, f.dir)
+		o := v.open(t, f)
+		v.run(t, f.dir, o, `find . -mindepth 1 -maxdepth 1 ! -name .airlock -exec rm -rf {} +`)
+		set, err := o.Changes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.Apply("s2", set); err != nil {
+			t.Fatal(err)
+		}
+		if got := tree(t, f.dir); len(got) != 0 {
+			t.Fatalf("after applying the deletion of everything: %v", got)
+		}
+		if _, err := f.w.Rollback("s2"); err != nil {
+			t.Fatal(err)
+		}
+		sameTree(t, "after Rollback", tree(t, f.dir), before)
+	})
 }
 
-func TestRollbackConflicts(t *testing.T) {
+func TestRollbackConflicts(t *testing.T) { forEachView(t, rollbackConflicts) }
+
+func rollbackConflicts(t *testing.T, v view) {
 	f := newFixture(t, nil)
 	populate(t, f.dir)
-	o, err := f.w.NewOverlay()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runOnOverlay(t, f.dir, o, `echo changed > a.txt; rm b.txt; echo n > new.txt; echo q > d/x`)
+	o := v.open(t, f)
+	v.run(t, f.dir, o, `echo changed > a.txt; rm b.txt; echo n > new.txt; echo q > d/x`)
 	set, err := o.Changes()
 	if err != nil {
 		t.Fatal(err)
@@ -313,49 +360,51 @@ func TestRollbackConflicts(t *testing.T) {
 
 // TestOverlayCrashMidApply kills a process applying changes after some of
 // them, checks that every path is then either as it was or as the command
-// left it, and that Recover, as the next start does, finishes the work.
+// left it, and that Recover, as the next start does, finishes the work;
+// for an overlay and for a copy view.
 func TestOverlayCrashMidApply(t *testing.T) {
 	if dir := os.Getenv("AIRLOCK_TEST_CRASH_DIR"); dir != "" {
 		crashChild(dir)
 		return
 	}
-	for _, step := range []int{0, 1, 3, 6, 9} {
-		t.Run(strconv.Itoa(step), func(t *testing.T) {
-			f := newFixture(t, nil)
-			populate(t, f.dir)
-			before := tree(t, f.dir)
-			truth := copyTree(t, f.dir)
-			runPlain(t, truth, everyKind)
-			want := tree(t, truth)
-			f.w.Close()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestOverlayCrashMidApply$")
-			cmd.Env = append(os.Environ(), "AIRLOCK_TEST_CRASH_DIR="+f.dir, "AIRLOCK_TEST_CRASH_STEP="+strconv.Itoa(step))
-			out, err := cmd.CombinedOutput()
-			if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the applying child was not killed: %v\n%s", err, out)
-			}
-			mid := unlinked(tree(t, f.dir))
-			b, w := unlinked(before), unlinked(want)
-			for p := range union(b, w) {
-				if g := mid[p]; g != b[p] && g != w[p] {
-					t.Errorf("after the crash %s is %q: neither as before (%q) nor as after (%q)", p, g, b[p], w[p])
-				}
-			}
-			ws, err := workspace.Open(f.dir, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ws.Close()
-			if _, err := ws.Recover(); err != nil {
-				t.Fatal(err)
-			}
-			sameTree(t, "after Recover", tree(t, f.dir), want)
-			if _, err := ws.Rollback("s4"); err != nil {
-				t.Fatal(err)
-			}
-			sameTree(t, "after Rollback", tree(t, f.dir), before)
-		})
+	for _, view := range []string{"overlay", "copy"} {
+		for _, step := range []int{0, 1, 3, 6, 9} {
+			t.Run(view+"/"+strconv.Itoa(step), func(t *testing.T) { crashMidApply(t, view, step) })
+		}
 	}
+}
+
+func crashMidApply(t *testing.T, view string, step int) {
+	f := newFixture(t, nil)
+	before, want := everyKindTruth(t, f)
+	f.w.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOverlayCrashMidApply$")
+	cmd.Env = append(os.Environ(), "AIRLOCK_TEST_CRASH_DIR="+f.dir, "AIRLOCK_TEST_CRASH_STEP="+strconv.Itoa(step),
+		"AIRLOCK_TEST_CRASH_VIEW="+view)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the applying child was not killed: %v\n%s", err, out)
+	}
+	mid := unlinked(tree(t, f.dir))
+	b, w := unlinked(before), unlinked(want)
+	for p := range union(b, w) {
+		if g := mid[p]; g != b[p] && g != w[p] {
+			t.Errorf("after the crash %s is %q: neither as before (%q) nor as after (%q)", p, g, b[p], w[p])
+		}
+	}
+	ws, err := workspace.Open(f.dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after Recover", tree(t, f.dir), want)
+	if _, err := ws.Rollback("s4"); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, "after Rollback", tree(t, f.dir), before)
 }
 
 // unlinked drops the hard-link notes of a tree: while changes are applied
@@ -380,7 +429,8 @@ func union(a, b map[string]string) map[string]bool {
 	return out
 }
 
-// crashChild applies everyKind to the workspace at dir and kills itself
+// crashChild applies everyKind to the workspace at dir, run on an
+// overlay or a copy view (AIRLOCK_TEST_CRASH_VIEW), and kills itself
 // with SIGKILL after the given number of applied changes.
 func crashChild(dir string) {
 	fail := func(err error) {
@@ -392,17 +442,27 @@ func crashChild(dir string) {
 	if err != nil {
 		fail(err)
 	}
-	o, err := ws.NewOverlay()
-	if err != nil {
-		fail(err)
+	var o *workspace.Overlay
+	var run *exec.Cmd
+	if os.Getenv("AIRLOCK_TEST_CRASH_VIEW") == "copy" {
+		if o, err = ws.NewCopyView(); err != nil {
+			fail(err)
+		}
+		run = exec.Command("bash", "-ec", everyKind)
+		run.Dir = o.Copy
+	} else {
+		if o, err = ws.NewOverlay(); err != nil {
+			fail(err)
+		}
+		merged, err := os.MkdirTemp("", "merged")
+		if err != nil {
+			fail(err)
+		}
+		mount := fmt.Sprintf("mount -t overlay overlay -o lowerdir=%s,upperdir=%s,workdir=%s,%s %s && cd %s && %s",
+			dir, o.Upper, o.Work, overlayOptions, merged, merged, everyKind)
+		run = exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-ec", mount)
 	}
-	merged, err := os.MkdirTemp("", "merged")
-	if err != nil {
-		fail(err)
-	}
-	mount := fmt.Sprintf("mount -t overlay overlay -o lowerdir=%s,upperdir=%s,workdir=%s,%s %s && cd %s && %s",
-		dir, o.Upper, o.Work, overlayOptions, merged, merged, everyKind)
-	if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-ec", mount).CombinedOutput(); err != nil {
+	if out, err := run.CombinedOutput(); err != nil {
 		fail(fmt.Errorf("%v: %s", err, out))
 	}
 	set, err := o.Changes()

@@ -63,6 +63,13 @@ const (
 	// back or pruned.
 	DefaultMaxSessionSnapshotBytes = 4 << 30 // bytes of old versions one session's snapshot keeps
 	DefaultMaxSnapshotFileBytes    = 1 << 30 // bytes of one old version kept without asking
+
+	// A copy view's limits (NewCopyView): a sandbox that cannot mount
+	// an overlay runs a command on a copy of the workspace, and copying
+	// is paid on every command, so past either the copy is refused and
+	// the native backend, which needs none, is named instead.
+	DefaultMaxCopyViewBytes   = 256 << 20 // bytes of files one copy view copies
+	DefaultMaxCopyViewEntries = 50_000    // files, directories and links one copy view copies
 )
 
 // KeepSnapshots is how long a session's snapshot is kept after its last
@@ -97,6 +104,11 @@ type Options struct {
 	// snapshot keeps; MaxSnapshotFileBytes one old version.
 	MaxSessionSnapshotBytes int
 	MaxSnapshotFileBytes    int
+	// MaxCopyViewBytes and MaxCopyViewEntries bound what NewCopyView
+	// copies: the bytes of the workspace's files (a hard-linked file
+	// once) and its entries.
+	MaxCopyViewBytes   int
+	MaxCopyViewEntries int
 }
 
 // withDefaults returns the options with every zero field set to its
@@ -123,6 +135,8 @@ func (o *Options) withDefaults() (Options, error) {
 		{"MaxWalkEntries", &c.MaxWalkEntries, DefaultMaxWalkEntries},
 		{"MaxSessionSnapshotBytes", &c.MaxSessionSnapshotBytes, DefaultMaxSessionSnapshotBytes},
 		{"MaxSnapshotFileBytes", &c.MaxSnapshotFileBytes, DefaultMaxSnapshotFileBytes},
+		{"MaxCopyViewBytes", &c.MaxCopyViewBytes, DefaultMaxCopyViewBytes},
+		{"MaxCopyViewEntries", &c.MaxCopyViewEntries, DefaultMaxCopyViewEntries},
 	}
 	for _, f := range fields {
 		switch {
