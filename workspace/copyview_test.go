@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/workspace"
@@ -311,23 +312,34 @@ func BenchmarkCopyView(b *testing.B) {
 		}
 	}
 	b.SetBytes(20 << 20)
+	var copying, reading, discarding time.Duration
 	for b.Loop() {
+		start := time.Now()
 		o, err := w.NewCopyView()
 		if err != nil {
 			b.Fatal(err)
 		}
+		copied := time.Now()
 		if err := os.WriteFile(filepath.Join(o.Copy, "d07", "f350.txt"), []byte("edited\n"), 0o644); err != nil {
 			b.Fatal(err)
 		}
+		edited := time.Now()
 		set, err := o.Changes()
 		if err != nil {
 			b.Fatal(err)
 		}
+		read := time.Now()
 		if len(set.Changes) != 1 {
 			b.Fatalf("%d changes, want 1", len(set.Changes))
 		}
 		if err := o.Discard(); err != nil {
 			b.Fatal(err)
 		}
+		copying += copied.Sub(start)
+		reading += read.Sub(edited)
+		discarding += time.Since(read)
 	}
+	b.ReportMetric(float64(copying.Milliseconds())/float64(b.N), "copy-ms/op")
+	b.ReportMetric(float64(reading.Microseconds())/1000/float64(b.N), "changes-ms/op")
+	b.ReportMetric(float64(discarding.Milliseconds())/float64(b.N), "discard-ms/op")
 }
