@@ -38,6 +38,7 @@ const (
 	CodeCommandInternal    Code = "command_internal_error" // the command check itself failed; the command is refused
 	CodeSandboxUnavailable Code = "sandbox_unavailable"    // the sandbox lacks an isolation layer it needs here; nothing ran
 	CodeChangesTooLarge    Code = "changes_too_large"      // a command changed more than the workspace's snapshot limits keep; none of its changes were applied
+	CodeChangesRefused     Code = "changes_refused"        // a command's changes cannot be applied as made (a file name that is not UTF-8); none were applied
 
 	// Untrusted content.
 	CodeUntrustedFlagged Code = "untrusted_content_flagged" // the scanner flagged injected instructions, and the gate withholds such content

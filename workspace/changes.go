@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -135,6 +136,12 @@ type changeReader struct {
 }
 
 func (r *changeReader) add(c Change) error {
+	if !utf8.ValidString(c.Path) || !utf8.ValidString(c.New.Target) {
+		// The batch record is JSON, which cannot hold such a name: the
+		// change could be neither applied nor undone as recorded.
+		return tool.Errorf(tool.CodeChangesRefused, "Give files names in UTF-8, then run the command again",
+			"the command made a path whose name or link target is not UTF-8 (%q); none of its changes were applied", c.Path)
+	}
 	if len(r.set.Changes) >= MaxChanges {
 		return tool.Errorf(tool.CodeChangesTooLarge, "Change fewer files in one command, or split the work into several commands",
 			"the command changed more than %d paths (workspace.MaxChanges); none of its changes were applied", MaxChanges)
@@ -381,18 +388,25 @@ const compareChunk = 64 << 10
 
 // sameContent compares the bytes of the file name in two directories.
 func sameContent(a, b int, name string) (bool, error) {
-	fa, err := openBeneath(a, name, unix.O_RDONLY)
+	// O_NONBLOCK, then a check that both are regular files: a pipe put
+	// where a file was must not stall the read of a command's changes.
+	fa, err := openBeneath(a, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return false, err
 	}
 	ra := os.NewFile(uintptr(fa), name)
 	defer ra.Close()
-	fb, err := openBeneath(b, name, unix.O_RDONLY)
+	fb, err := openBeneath(b, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return false, err
 	}
 	rb := os.NewFile(uintptr(fb), name)
 	defer rb.Close()
+	for _, f := range []*os.File{ra, rb} {
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return false, err
+		}
+	}
 	ba, bb := make([]byte, compareChunk), make([]byte, compareChunk)
 	for {
 		na, ea := io.ReadFull(ra, ba)

@@ -479,3 +479,32 @@ func crashChild(dir string) {
 	}
 	fail(fmt.Errorf("applied all %d changes without reaching step %d", len(set.Changes), step))
 }
+
+// TestRollbackCommandThenEdit: a file a command changed and the file
+// tools then edited rolls back to what it was before both, without a
+// conflict (the edit's undo writes the command's version anew).
+func TestRollbackCommandThenEdit(t *testing.T) {
+	f := newFixture(t, nil)
+	populate(t, f.dir)
+	before := tree(t, f.dir)
+	o, err := f.w.NewOverlay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOnOverlay(t, f.dir, o, `echo by-command > a.txt; echo made > made.txt`)
+	set, err := o.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Apply("s5", set); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.w.EditFile("s5", "a.txt", "by-command", "by-edit", false); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.w.Rollback("s5")
+	if err != nil || len(res.Conflicts) > 0 {
+		t.Fatalf("Rollback = %+v, %v", res, err)
+	}
+	sameTree(t, "after Rollback", tree(t, f.dir), before)
+}

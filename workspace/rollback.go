@@ -63,7 +63,8 @@ func (w *Workspace) Rollback(session string) (RollbackResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("workspace: rollback of session %s: %w", session, err)
 	}
-	seen := map[string]bool{}
+	seen := map[string]bool{}   // paths restored by this Rollback
+	byFile := map[string]bool{} // of those, paths a file-tool record rewrote
 	restored := func(p string) {
 		if !seen[p] {
 			seen[p] = true
@@ -77,13 +78,14 @@ func (w *Workspace) Rollback(session string) (RollbackResult, error) {
 		}
 		var conflicts []Conflict
 		if h.Kind == kindBatch {
-			conflicts, err = w.undoBatch(session, s.name, content, restored)
+			conflicts, err = w.undoBatch(session, s.name, content, restored, byFile)
 		} else {
 			var did bool
 			var c *Conflict
 			did, c, err = w.restore(h, content)
 			if did {
 				restored(h.Path)
+				byFile[h.Path] = h.Kind == kindFile
 			}
 			if c != nil {
 				conflicts = append(conflicts, *c)
@@ -157,7 +159,11 @@ func (w *Workspace) changedSince(h snapshotHeader) (*Conflict, error) {
 
 // undoBatch undoes a batch record's changes, last first. A change already
 // undone (by an earlier Rollback that stopped at a conflict) is skipped.
-func (w *Workspace) undoBatch(session, rec string, manifest []byte, restored func(string)) ([]Conflict, error) {
+//
+// rewritten names the paths a file-tool record of the session, later than
+// the batch, has just put back: such a file holds what the command left,
+// written anew, so its inode differs from the one the batch recorded.
+func (w *Workspace) undoBatch(session, rec string, manifest []byte, restored func(string), rewritten map[string]bool) ([]Conflict, error) {
 	var m batchManifest
 	if err := json.Unmarshal(manifest, &m); err != nil {
 		return nil, fmt.Errorf("the manifest: %w", err)
@@ -178,7 +184,7 @@ func (w *Workspace) undoBatch(session, rec string, manifest []byte, restored fun
 		if !validCanonical(c.Path) {
 			return conflicts, fmt.Errorf("the manifest names %q, not a canonical workspace path", c.Path)
 		}
-		did, why, err := undoOne(wsfd, oldfd, strconv.Itoa(i), &c)
+		did, why, err := undoOne(wsfd, oldfd, strconv.Itoa(i), &c, rewritten[c.Path])
 		if err != nil {
 			return conflicts, fmt.Errorf("%q: %w", c.Path, err)
 		}
@@ -199,7 +205,7 @@ func (w *Workspace) undoBatch(session, rec string, manifest []byte, restored fun
 // checked to be the same inode, size and time (else someone changed it
 // since: a conflict), then the old version kept aside is renamed back
 // over it, or it is removed when there was none.
-func undoOne(ws, oldDir int, old string, c *Change) (bool, string, error) {
+func undoOne(ws, oldDir int, old string, c *Change, rewritten bool) (bool, string, error) {
 	_, kept, err := lstatAt(oldDir, old)
 	if err != nil {
 		return false, "", err
@@ -244,7 +250,7 @@ func undoOne(ws, oldDir int, old string, c *Change) (bool, string, error) {
 		}
 		return true, "", unix.Renameat(oldDir, old, wd, name) // nothing to overwrite
 	}
-	if why := changedFrom(wd, name, &cur, &c.New); why != "" {
+	if why := changedFrom(wd, name, &cur, &c.New); why != "" && !(rewritten && typeOf(cur.Mode) == c.New.Type) {
 		return false, why, nil
 	}
 	if typeOf(cur.Mode) == TypeDir {
