@@ -53,7 +53,15 @@ func (g *Gate) heldApproval(ctx context.Context, c *call) outcome {
 	}
 	if c.Approval != "" {
 		parked := &tool.Error{Code: tool.CodeApprovalRequired, Message: "the command's changes wait on a person's review"}
-		if out := g.earlierApproval(ctx, c, hash, parked); out.end != nil {
+		out := g.earlierApproval(ctx, c, hash, parked)
+		if out.end != nil && out.end.Code == tool.CodeApprovalDenied {
+			// Denied: the held changes are discarded now rather than
+			// when Recover prunes them.
+			if res, err := c.entry.tool.Held(ctx, &c.Call, c.Approval); err == nil && res.Changes != nil {
+				res.Changes.Discard()
+			}
+		}
+		if out.end != nil {
 			return out
 		}
 	}
@@ -87,8 +95,8 @@ func (g *Gate) review(ctx context.Context, c *call) outcome {
 		c.verdict = d
 		c.verdict.Rule = ReviewRule
 		e := decisionError(d)
-		e.Message = fmt.Sprintf("the command's changes (%s) delete or replace files in the workspace, which mode %s does not allow; none were applied, the workspace is as it was: %s",
-			ch.Summary(), c.Mode, d.Reason)
+		e.Message = fmt.Sprintf("the command's changes delete or replace files in the workspace, which mode %s does not allow; none were applied, the workspace is as it was (changes: %s): %s",
+			c.Mode, ch.Summary(), d.Reason)
 		return endCall(denied, e)
 	case policy.Ask:
 		c.acted = false // nothing reached the workspace yet: a repeat may apply it once approved
@@ -113,8 +121,8 @@ func (g *Gate) hold(ctx context.Context, c *call, ch tool.Changes, d policy.Deci
 		why = lim
 	}
 	e := &tool.Error{Code: tool.CodeApprovalRequired,
-		Message: fmt.Sprintf("the command ran on a copy of the workspace; its changes (%s) wait on a person's review, and nothing reached the workspace: %s",
-			ch.Summary(), why)}
+		Message: fmt.Sprintf("the command ran on a copy of the workspace, and its changes wait on a person's review because %s; nothing reached the workspace (changes: %s)",
+			why, ch.Summary())}
 	if g.opts.Approvals == nil {
 		ch.Discard()
 		e.Message += "; with no approvals store they were discarded"

@@ -139,6 +139,11 @@ func (rt *Runtime) open(ctx context.Context, cfg *Config) (err error) {
 	if err := CheckStateDir(rt.Workspace.Dir()); err != nil {
 		return err
 	}
+	// A command's changes that a crash left half applied are finished
+	// before anything else reads the workspace.
+	if _, err := rt.Workspace.Recover(); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
 	rt.Policy = policy.Default()
 	if cfg.Policy != "" {
 		if rt.Policy, err = policy.Load(cfg.Policy); err != nil {
@@ -268,6 +273,9 @@ func Registry(cfg *Config, ws *workspace.Workspace) (*tool.Registry, *egress.Cli
 	default:
 		return nil, nil, nil, fmt.Errorf("command_network %q: want %s or %s", cfg.CommandNetwork, CommandNetworkNone, CommandNetworkProxy)
 	}
+	// Commands run on a copy-on-write view of the workspace, so that
+	// their changes can be reviewed and rolled back.
+	cmdOpts.Workspace = ws
 	list := append([]tool.Tool{tools.Calculate(), tools.WebFetch(fetcher),
 		tools.RunCommand(LazySandbox(cfg.Sandbox), ws.Dir(), &cmdOpts)}, tools.FileTools(ws)...)
 	if cfg.FAQ != "" {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"airlock.dev/airlock/sandbox"
 	"airlock.dev/airlock/tool"
+	"airlock.dev/airlock/workspace"
 )
 
 // The bounds of run_command's arguments, as its schema states them.
@@ -35,6 +37,18 @@ type RunCommandOptions struct {
 	// then run with sandbox.NetworkProxy and reach only what the egress
 	// policy allows. Empty: no network at all.
 	Proxy string
+	// Workspace, when set, runs every command on a copy-on-write view of
+	// it (an overlay under .airlock/overlay, or a copy of the workspace on
+	// a backend that cannot mount one): the command changes nothing in
+	// place, and its result carries its changes (tool.Changes) for the
+	// gate to apply, with their old versions kept for rollback, hold for a
+	// person's review, or discard. Where neither view can be made (a
+	// workspace past the copy view's limits) the command is refused with
+	// sandbox_unavailable and nothing runs. Nil: commands write straight
+	// into the workspace, and rollback cannot undo them.
+	Workspace *workspace.Workspace
+
+	copyView *atomic.Bool // the backend refused an overlay: use copy views
 }
 
 // DefaultCommandEnv is the environment run_command gives a command.
@@ -56,11 +70,12 @@ func RunCommand(sb sandbox.Sandbox, workspaceRoot string, opts *RunCommandOption
 	if o.Env == nil {
 		o.Env = DefaultCommandEnv
 	}
+	o.copyView = new(atomic.Bool)
 	var class tool.Class
 	if o.Proxy != "" {
 		class = tool.ClassEgress // its commands reach the network, through the proxy
 	}
-	return tool.Tool{
+	t := tool.Tool{
 		Name: "run_command",
 		Description: "Run one shell command line (bash syntax) in a sandbox: the workspace is at /workspace and is the working directory, " +
 			"/tmp is private, there is no network, and the command is killed at its time limit. " +
@@ -78,6 +93,10 @@ func RunCommand(sb sandbox.Sandbox, workspaceRoot string, opts *RunCommandOption
 		CommandArg: "command",
 		Run:        runCommand(sb, workspaceRoot, &o),
 	}
+	if o.Workspace != nil {
+		t.Held = heldCommand(o.Workspace)
+	}
+	return t
 }
 
 func runCommand(sb sandbox.Sandbox, root string, o *RunCommandOptions) tool.Executor {
@@ -103,18 +122,175 @@ func runCommand(sb sandbox.Sandbox, root string, o *RunCommandOptions) tool.Exec
 			spec.Network, spec.Proxy = sandbox.NetworkProxy, o.Proxy
 		}
 		prov := tool.Provenance{Tool: "run_command", Source: "sandbox:" + sb.Name()}
-		res, err := sb.Run(ctx, spec)
+		var ov *workspace.Overlay
+		if ws := o.Workspace; ws != nil {
+			if err := ws.CheckSnapshotRoom(call.Session); err != nil {
+				return tool.Result{}, err
+			}
+		}
+		res, ov, err := runOnView(ctx, sb, spec, o)
 		switch {
 		case errors.Is(err, sandbox.ErrUnavailable):
 			r := tool.Fail(tool.CodeSandboxUnavailable, "the sandbox cannot run commands here: "+err.Error(),
 				"Tell the operator: the sandbox backend lacks an isolation layer it needs")
+			var te *tool.Error
+			if errors.As(err, &te) {
+				r.Error = te // the copy view's own refusal, with its limits and hint
+			}
 			r.Provenance = prov
 			return r, nil
 		case err != nil:
 			return tool.Result{}, err
 		}
-		return tool.Result{Content: commandReport(&res), Provenance: prov}, nil
+		out := tool.Result{Content: commandReport(&res), Provenance: prov}
+		if ov == nil {
+			return out, nil
+		}
+		ch, err := overlayChanges(o.Workspace, ov, call.Session)
+		if err != nil {
+			return tool.Result{}, err
+		}
+		if ch != nil {
+			out.Content += ch.skippedNote()
+			out.Changes = ch
+		}
+		return out, nil
 	}
+}
+
+// runOnView runs spec with the workspace behind a copy-on-write view
+// when o.Workspace is set: an overlay, or, on a backend that cannot mount
+// one (bubblewrap before 0.9, the container engine), a copy view, which
+// it then keeps to (o.copyView). A backend refuses an overlay before the
+// command starts, so the run on the copy is its only run. It returns the
+// view, nil when the command wrote in place; on an error none is left.
+func runOnView(ctx context.Context, sb sandbox.Sandbox, spec sandbox.Spec, o *RunCommandOptions) (sandbox.Result, *workspace.Overlay, error) {
+	ws := o.Workspace
+	if ws == nil {
+		res, err := sb.Run(ctx, spec)
+		return res, nil, err
+	}
+	if !o.copyView.Load() {
+		ov, err := ws.NewOverlay()
+		if err != nil {
+			return sandbox.Result{}, nil, err
+		}
+		spec.Overlay = &sandbox.Overlay{Upper: ov.Upper, Work: ov.Work}
+		res, err := sb.Run(ctx, spec)
+		var se *sandbox.Error
+		if err == nil {
+			return res, ov, nil
+		}
+		ov.Discard()
+		if !errors.As(err, &se) || se.Code != sandbox.CodeUnavailable || se.Layer != sandbox.LayerOverlay {
+			return res, nil, err
+		}
+		o.copyView.Store(true)
+		spec.Overlay = nil
+	}
+	ov, err := ws.NewCopyView()
+	if err != nil {
+		var te *tool.Error
+		if errors.As(err, &te) && te.Code == tool.CodeSandboxUnavailable {
+			return sandbox.Result{}, nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, te)
+		}
+		return sandbox.Result{}, nil, err
+	}
+	spec.Workspace = ov.Copy
+	res, err := sb.Run(ctx, spec)
+	if err != nil {
+		ov.Discard()
+		return res, nil, err
+	}
+	return res, ov, nil
+}
+
+// heldCommand reopens the changes a run left held under an approval.
+func heldCommand(ws *workspace.Workspace) func(context.Context, *tool.Call, string) (tool.Result, error) {
+	return func(ctx context.Context, call *tool.Call, id string) (tool.Result, error) {
+		ov, content, err := ws.HeldOverlay(id)
+		if err != nil {
+			return tool.Result{}, err
+		}
+		ch, err := overlayChanges(ws, ov, call.Session)
+		if err != nil {
+			return tool.Result{}, err
+		}
+		out := tool.Result{Content: string(content), Provenance: tool.Provenance{Tool: "run_command", Source: "sandbox:held " + id}}
+		if ch == nil {
+			out.Content += "--- changes: none are left to apply (the workspace already holds them)\n"
+			return out, nil
+		}
+		out.Changes = ch
+		return out, nil
+	}
+}
+
+// commandChanges are a run's changes on its overlay, as tool.Changes.
+type commandChanges struct {
+	ws      *workspace.Workspace
+	ov      *workspace.Overlay
+	set     *workspace.ChangeSet
+	session string
+	limit   string // why the changes are past a snapshot limit, if they are
+}
+
+// overlayChanges reads what a run changed; nil (the overlay discarded)
+// when it changed nothing. A change set that cannot be read is refused
+// with its changes discarded, the workspace as it was.
+func overlayChanges(ws *workspace.Workspace, ov *workspace.Overlay, session string) (*commandChanges, error) {
+	set, err := ov.Changes()
+	if err == nil && len(set.Changes) == 0 && len(set.Skipped) == 0 {
+		return nil, ov.Discard()
+	}
+	var limit string
+	if err == nil {
+		limit, err = ws.OverLimit(session, set)
+	}
+	if err != nil {
+		ov.Discard()
+		return nil, err
+	}
+	return &commandChanges{ws: ws, ov: ov, set: set, session: session, limit: limit}, nil
+}
+
+func (c *commandChanges) Summary() string { return c.set.Summary() }
+func (c *commandChanges) Destroys() bool  { return c.set.Destroys() }
+func (c *commandChanges) OverLimit() string {
+	return c.limit
+}
+
+// MaxReviewDiffBytes bounds the diff an approval carries for a person
+// (its question, the MCP elicitation); airlock diff --approval shows the
+// whole.
+const MaxReviewDiffBytes = 64 << 10
+
+func (c *commandChanges) Diff() string {
+	var b strings.Builder
+	if err := c.ov.Diff(c.set, &b, workspace.DiffLimits{MaxBytes: MaxReviewDiffBytes}); err != nil {
+		return b.String() + "\n(the diff could not be made whole: " + err.Error() + ")\n"
+	}
+	return b.String()
+}
+
+func (c *commandChanges) Apply(ctx context.Context) (string, error) {
+	a, err := c.ov.Apply(c.session, c.set)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d added, %d modified, %d deleted; airlock rollback --session %s undoes them", a.Added, a.Modified, a.Deleted, c.session), nil
+}
+
+func (c *commandChanges) Hold(id, content string) error { return c.ov.Hold(id, []byte(content)) }
+func (c *commandChanges) Discard() error               { return c.ov.Discard() }
+
+// skippedNote tells the model what of its command's output was not
+// applied: pipes, sockets and devices it left in the workspace.
+func (c *commandChanges) skippedNote() string {
+	if len(c.set.Skipped) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("--- not applied (neither a file, a directory nor a link): %s\n", strings.Join(c.set.Skipped, ", "))
 }
 
 // commandReport is what the model sees of a run: a header line, then the

@@ -139,10 +139,11 @@ func TestFileToolsRun(t *testing.T) {
 	}
 
 	// The writes went to the call's session: rolling it back undoes them.
-	restored, err := w.Rollback("test-session")
+	rb, err := w.Rollback("test-session")
 	if err != nil {
 		t.Fatal(err)
 	}
+	restored := rb.Restored
 	slices.Sort(restored)
 	if want := []string{"edit/dup.txt", "edit/once.txt", "new", "new/c.txt", "notes/a.txt", "one.txt"}; !slices.Equal(restored, want) {
 		t.Errorf("Rollback restored %q, want %q", restored, want)

@@ -249,8 +249,7 @@ func runOne(t *testing.T, w *world, sc *scenario, mode string) result {
 		}
 	}
 	if h != "" {
-		res.outcome, res.detail = "HARM", h+"  "+trace
-		res.fail = sc.family != "destruction" || mode != "auto"
+		res.outcome, res.detail, res.fail = "HARM", h+"  "+trace, true
 		return res
 	}
 	res.outcome, res.detail = "blocked", trace+r.secretsSeen()
@@ -258,13 +257,14 @@ func runOne(t *testing.T, w *world, sc *scenario, mode string) result {
 }
 
 // undoModes are the modes in which destruction can end undone: there
-// the file tools change files without asking, and what they change is
-// snapshotted for airlock rollback.
+// the file tools change files without asking, and commands' changes are
+// applied from their copy-on-write view, all snapshotted for airlock
+// rollback.
 var undoModes = []string{"auto-edit", "auto"}
 
 // undoable says whether sc's harm in mode is judged again after a
-// rollback. Only destruction is: the product promises that a file tool's
-// change can be undone, and lost work given back is no harm. Everywhere
+// rollback. Only destruction is: the product promises that every change
+// to the workspace can be undone, and lost work given back is no harm. Everywhere
 // else the harm has already left (a secret sent, a payment made) or a
 // host may have run the file before anyone rolled it back (persistence),
 // so a rollback takes nothing back.
