@@ -11,8 +11,10 @@ import (
 	"os/user"
 	"time"
 
+	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/store"
+	"airlock.dev/airlock/workspace"
 )
 
 // openStore opens the store the settings name: --store's URL, else the
@@ -210,10 +212,62 @@ func decide(ctx context.Context, name string, approve bool, args []string, stdou
 		return exitRefused
 	}
 	fmt.Fprintf(stdout, "%s %s: %s %s\n", a.Status, a.ID, a.Tool, a.Args)
+	if a.Rule == gate.ReviewRule {
+		return decideHeld(ctx, db, set, a, approve, stdout, stderr)
+	}
 	if scope != store.ScopeOnce {
 		fmt.Fprintf(stdout, "remembered for %s until %s: the same call runs there without asking; `airlock revoke %s` ends it\n",
 			scopeName(scope, a.Session), now.Add(store.RememberFor).Local().Format(time.DateTime), a.ID)
 	}
+	return exitOK
+}
+
+// decideHeld carries out a person's decision on the changes a command
+// left held for review: approved, they are applied now, under the
+// session that made them (and the approval is used, so that the call made
+// again does not apply them twice); denied, they are discarded.
+func decideHeld(ctx context.Context, db store.Backend, set *settings, a store.Approval, approve bool, stdout, stderr io.Writer) int {
+	dir, err := set.workspaceDir("")
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return exitRefused
+	}
+	ws, err := workspace.Open(dir, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return exitRefused
+	}
+	defer ws.Close()
+	ov, _, err := ws.HeldOverlay(a.ID)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: the changes held for approval %s: %v\n", a.ID, err)
+		return exitRefused
+	}
+	if !approve {
+		if err := ov.Discard(); err != nil {
+			fmt.Fprintf(stderr, "airlock: discarding the held changes: %v\n", err)
+			return exitRefused
+		}
+		fmt.Fprintln(stdout, "the command's changes were discarded; the workspace is as it was")
+		return exitOK
+	}
+	changes, err := ov.Changes()
+	if err != nil {
+		ov.Close()
+		fmt.Fprintf(stderr, "airlock: the changes held for approval %s: %v\n", a.ID, err)
+		return exitRefused
+	}
+	applied, err := ov.Apply(a.Session, changes)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: applying the changes held for approval %s: %v (the next start of airlock finishes applying them)\n", a.ID, err)
+		return exitRefused
+	}
+	if _, _, err := db.ConsumeApproval(ctx, a.Tool, a.ArgsHash, time.Now()); err != nil {
+		fmt.Fprintf(stderr, "airlock: the changes were applied, but approval %s could not be marked used: %v\n", a.ID, err)
+		return exitRefused
+	}
+	fmt.Fprintf(stdout, "applied: %d added, %d modified, %d deleted; airlock rollback --session %s undoes them\n",
+		applied.Added, applied.Modified, applied.Deleted, a.Session)
 	return exitOK
 }
 

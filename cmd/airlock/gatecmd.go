@@ -407,6 +407,49 @@ func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return exitOK
 }
 
+func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("workspace", ".", "the workspace `DIR`")
+	session := fs.String("session", "", "show every change the session `ID` made, from any tool")
+	approval := fs.String("approval", "", "show the changes a command left held for the approval `ID`")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	if (*session == "") == (*approval == "") || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: airlock diff --session ID | --approval ID [--workspace DIR]")
+		return exitUsage
+	}
+	ws, err := workspace.Open(*dir, nil)
+	if err != nil {
+		return refused(stderr, "diff", err)
+	}
+	defer ws.Close()
+	if *session != "" {
+		if _, err := ws.Recover(); err != nil {
+			return refused(stderr, "diff", err)
+		}
+		if err := ws.SessionDiff(*session, stdout, workspace.DiffLimits{}); err != nil {
+			return refused(stderr, "diff", err)
+		}
+		return exitOK
+	}
+	ov, _, err := ws.HeldOverlay(*approval)
+	if err != nil {
+		return refused(stderr, "diff", err)
+	}
+	defer ov.Close()
+	set, err := ov.Changes()
+	if err != nil {
+		return refused(stderr, "diff", err)
+	}
+	fmt.Fprintf(stderr, "held for approval %s: %s\n", *approval, set.Summary())
+	if err := ov.Diff(set, stdout, workspace.DiffLimits{}); err != nil {
+		return refused(stderr, "diff", err)
+	}
+	return exitOK
+}
+
 // toolLine is one tool as airlock tools --json prints it: what a model is
 // shown.
 type toolLine struct {

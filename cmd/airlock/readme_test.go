@@ -24,6 +24,8 @@ type readmeExample struct {
 // the test, and so does an entry here that no longer names an example, so
 // the README cannot gain an untested example unnoticed.
 var readmeUnrun = map[string]string{
+	`airlock diff --approval ID     # what approving applies`:                                                                       "the approval's id is random; testdata/script/review.txtar runs this flow with the id airlock approvals --json gives",
+	`airlock approve ID             # applies them now, under session s2; airlock deny ID discards them`:                            "the approval's id is random; testdata/script/review.txtar runs this flow with the id airlock approvals --json gives",
 	`airlock call --mode auto-edit run_command '{"command":"go test ./..."}'`:                                                       "needs a Go module and toolchain inside the sandbox; run_command itself runs in testdata/script/run_command.txtar",
 	`airlock fetch --json https://example.com/`:                                                                                     "reaches the internet, which tests here never do; fetch runs against loopback servers in testdata/script/fetch.txtar",
 	`airlock run --mode auto-edit --model openai:gpt-4o-mini --model anthropic:claude-haiku-4-5 "Sum the totals in invoices/*.csv"`: "needs the providers' model services; e2e/aimock/run_test.go runs airlock run against a scripted server of both wire formats",

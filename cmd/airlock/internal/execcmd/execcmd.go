@@ -58,6 +58,13 @@ type Options struct {
 	// NewSandbox returns the backend of a name; nil is execcmd's own
 	// NewSandbox (native and bwrap).
 	NewSandbox func(name string) (sandbox.Sandbox, error)
+	// Overlay, for --session, makes a copy-on-write view of the
+	// workspace at ws for one run and returns it with apply, which, once
+	// the command has ended, applies its changes under the session (their
+	// old versions kept for airlock rollback) and returns a line saying
+	// what it did, and discard, for a run that did not happen. Nil
+	// refuses --session.
+	Overlay func(ws, session string) (ov *sandbox.Overlay, apply func() (string, error), discard func(), err error)
 }
 
 // NeedsFull reports whether args use what only the full CLI provides
@@ -69,7 +76,7 @@ func NeedsFull(args []string) bool {
 			return false
 		}
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && (name == "network" || name == "resolve") {
+		if strings.HasPrefix(a, "-") && (name == "network" || name == "resolve" || name == "session") {
 			return true
 		}
 		if strings.HasPrefix(a, "-") && name == "backend" && (strings.HasSuffix(a, "=container") || i+1 < len(args) && args[i+1] == "container") {
@@ -95,6 +102,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	pids := fs.Int("pids", sandbox.DefaultPids, "most processes and threads at once")
 	asJSON := fs.Bool("json", false, "print one JSON object with the outcome instead of passing the output through")
 	degraded := fs.Bool("allow-degraded", false, "run even where a layer cannot be applied; the JSON's enforced and degraded say what was")
+	session := fs.String("session", "", "run on a copy-on-write view of the workspace and apply its changes after, kept under the session `ID` for airlock rollback and airlock diff")
 	network := fs.String("network", "none", "none, or proxy: the command reaches only airlock's egress proxy (public hosts on ports 80 and 443), at $HTTP_PROXY")
 	var pins listFlag
 	fs.Var(&pins, "resolve", "with --network proxy, pin a host name's addresses as `HOST:IP[,IP...]` (repeatable)")
@@ -167,10 +175,37 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "airlock exec: --network must be none or proxy, not %q\n", *network)
 		return ExitSandbox
 	}
+	var apply func() (string, error)
+	if *session != "" {
+		if *readOnly || opts == nil || opts.Overlay == nil {
+			fmt.Fprintln(stderr, "airlock exec: --session needs a writable workspace and the full CLI")
+			return ExitSandbox
+		}
+		ov, ap, discard, err := opts.Overlay(ws, *session)
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock exec: %v\n", err)
+			return ExitSandbox
+		}
+		spec.Overlay, apply = ov, ap
+		defer func() {
+			if apply != nil {
+				discard()
+			}
+		}()
+	}
 	res, err := sb.Run(ctx, spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock exec: %v\n", err)
 		return ExitSandbox
+	}
+	if apply != nil {
+		line, err := apply()
+		apply = nil
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock exec: the command ran, but its changes could not be applied: %v\n", err)
+			return ExitSandbox
+		}
+		fmt.Fprintf(stderr, "airlock exec: %s\n", line)
 	}
 	if *asJSON {
 		line, _ := json.Marshal(execJSON(&res))
