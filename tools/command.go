@@ -70,7 +70,9 @@ func RunCommand(sb sandbox.Sandbox, workspaceRoot string, opts *RunCommandOption
 	if o.Env == nil {
 		o.Env = DefaultCommandEnv
 	}
-	o.copyView = new(atomic.Bool)
+	if o.copyView == nil {
+		o.copyView = new(atomic.Bool)
+	}
 	var class tool.Class
 	if o.Proxy != "" {
 		class = tool.ClassEgress // its commands reach the network, through the proxy
