@@ -284,7 +284,7 @@ func (c *commandChanges) Apply(ctx context.Context) (string, error) {
 }
 
 func (c *commandChanges) Hold(id, content string) error { return c.ov.Hold(id, []byte(content)) }
-func (c *commandChanges) Discard() error               { return c.ov.Discard() }
+func (c *commandChanges) Discard() error                { return c.ov.Discard() }
 
 // skippedNote tells the model what of its command's output was not
 // applied: pipes, sockets and devices it left in the workspace.
