@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,5 +85,83 @@ func TestReviewOverMCP(t *testing.T) {
 				t.Errorf("declined, yet changes are still held: %v", ents)
 			}
 		})
+	}
+}
+
+// TestKillMidApply kills airlock with SIGKILL while it applies a
+// command's changes (airlock exec --session, 3000 files rewritten), then
+// checks, from the files, that each is either as it was or as the
+// command left it, that the next start finishes the work, and that
+// airlock rollback then gives every file back.
+func TestKillMidApply(t *testing.T) {
+	bin := buildAirlock(t, ".")
+	const n = 3000
+	for attempt := 1; ; attempt++ {
+		ws := workspace(t, "ws")
+		os.Mkdir(filepath.Join(ws, "many"), 0o755)
+		for i := range n {
+			os.WriteFile(filepath.Join(ws, "many", fmt.Sprint(i)), []byte("old\n"), 0o644)
+		}
+		cmd := exec.Command(bin, "exec", "--workspace", ws, "--session", "k1", "--timeout", "60s", "--",
+			"/bin/sh", "-c", "for f in many/*; do echo new > $f; done")
+		cmd.Env = append(cleanEnv(), "XDG_CONFIG_HOME="+t.TempDir())
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The batch record appears once the command has ended and its
+		// changes are about to be applied; kill airlock then.
+		killed := false
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+			if m, _ := filepath.Glob(filepath.Join(ws, ".airlock", "snapshots", "k1", "*.snap")); len(m) > 0 {
+				cmd.Process.Kill()
+				killed = true
+				break
+			}
+			if cmd.ProcessState != nil {
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		cmd.Wait()
+		if !killed {
+			t.Fatal("the command ended without airlock being seen applying its changes")
+		}
+		counts := map[string]int{}
+		for i := range n {
+			data, err := os.ReadFile(filepath.Join(ws, "many", fmt.Sprint(i)))
+			if err != nil {
+				t.Fatalf("after the kill, many/%d: %v (neither as it was nor as the command left it)", i, err)
+			}
+			counts[string(data)]++
+		}
+		if counts["old\n"]+counts["new\n"] != n {
+			t.Fatalf("after the kill, files are neither old nor new: %v", counts)
+		}
+		t.Logf("attempt %d: killed with %d files applied, %d not yet", attempt, counts["new\n"], counts["old\n"])
+		if counts["old\n"] == 0 && attempt < 5 {
+			continue // killed too late to show anything: try again
+		}
+		// The next start of airlock finishes the apply.
+		diff := exec.Command(bin, "diff", "--workspace", ws, "--session", "k1")
+		diff.Env = cmd.Env
+		if out, err := diff.CombinedOutput(); err != nil {
+			t.Fatalf("airlock diff after the kill: %v\n%.2000s", err, out)
+		}
+		for i := range n {
+			if data, _ := os.ReadFile(filepath.Join(ws, "many", fmt.Sprint(i))); string(data) != "new\n" {
+				t.Fatalf("after the restart many/%d = %q, want the command's version", i, data)
+			}
+		}
+		rb := exec.Command(bin, "rollback", "--workspace", ws, "--session", "k1")
+		rb.Env = cmd.Env
+		if out, err := rb.CombinedOutput(); err != nil {
+			t.Fatalf("airlock rollback: %v\n%.2000s", err, out)
+		}
+		for i := range n {
+			if data, _ := os.ReadFile(filepath.Join(ws, "many", fmt.Sprint(i))); string(data) != "old\n" {
+				t.Fatalf("after rollback many/%d = %q, want it as it was", i, data)
+			}
+		}
+		return
 	}
 }

@@ -130,11 +130,43 @@ func (w *Workspace) pruneSnapshots(now time.Time) error {
 	var errs []error
 	for _, s := range sessions {
 		fi, err := d.Lstat(s)
-		if err != nil || !fi.IsDir() || now.Sub(fi.ModTime()) < KeepSnapshots {
-			continue // a session directory's time moves with each record claimed in it
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if now.Sub(fi.ModTime()) < KeepSnapshots { // a session directory's time moves with each record claimed in it
+			errs = append(errs, prunePartials(d, s, now))
+			continue
 		}
 		if err := d.RemoveAll(s); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// KeepPartial is how old a record left half written by a crash must be
+// before pruneSnapshots removes it: older than any write of a record in
+// progress.
+const KeepPartial = time.Hour
+
+// prunePartials removes the session's records left half written.
+func prunePartials(d *os.Root, session string, now time.Time) error {
+	f, err := d.Open(session)
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if !strings.HasSuffix(n, partialSuffix) {
+			continue
+		}
+		if fi, err := d.Lstat(session + "/" + n); err == nil && now.Sub(fi.ModTime()) > KeepPartial {
+			errs = append(errs, d.Remove(session+"/"+n))
 		}
 	}
 	return errors.Join(errs...)

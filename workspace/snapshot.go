@@ -3,6 +3,7 @@ package workspace
 import (
 	"bytes"
 	"cmp"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -56,6 +57,9 @@ const (
 
 	snapshotVersion = 1
 	snapshotSuffix  = ".snap"
+	// partialSuffix marks a record being written; a crash can leave one,
+	// which pruneSnapshots removes once it is KeepPartial old.
+	partialSuffix = ".partial"
 
 	// maxClaimAttempts bounds the tries for a free sequence number when
 	// another writer takes them first.
@@ -108,22 +112,34 @@ func (w *Workspace) snapshot(session string, h snapshotHeader, content []byte) (
 		return fail(err)
 	}
 	data := slices.Concat(head, []byte{'\n'}, content)
+	// The record is written whole under a name of its own, then linked
+	// to its sequence number: a crash (or SIGKILL) while writing leaves a
+	// partial file Rollback never reads, not a damaged record. The link
+	// also claims the number: it fails if another writer took it.
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	partial := hex.EncodeToString(rnd[:]) + partialSuffix
+	f, err := d.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	defer d.Remove(partial)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(err)
+	}
 	for range maxClaimAttempts {
 		name := fmt.Sprintf("%08d%s", n, snapshotSuffix)
-		f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		err := d.Link(partial, name)
 		if errors.Is(err, fs.ErrExist) {
 			n++
 			continue
-		}
-		if err != nil {
-			return fail(err)
-		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
 		}
 		if err == nil {
 			err = syncDir(d)
