@@ -134,18 +134,22 @@ type Spec struct {
 //     (content, mode, owner, times, xattrs), is there whole, at its path,
 //     with its new metadata: the overlay is mounted without metacopy, so
 //     even a chmod copies the file's data up.
+//
 //   - A symbolic link or hard link the command made is there as one (two
 //     names of the upper layer's one inode for a hard link; a hard link
 //     to a file of the workspace copies that file up first).
+//
 //   - A deleted name is a whiteout: a character device 0/0 at its path.
 //     overlayfs may make every whiteout a hard link of one shared inode,
 //     so a whiteout's link count means nothing.
+//
 //   - A directory that replaced one of the workspace's (deleted and made
 //     again) is opaque: it carries the xattr trusted.overlay.opaque or,
 //     when mounted in a user namespace (option userxattr),
 //     user.overlay.opaque, with the value "y"; nothing below it in the
 //     workspace shows through. Any other directory of the upper layer is
 //     merged with the workspace's of the same path.
+//
 //   - No redirects: the overlay is mounted without redirect_dir (in the
 //     initial user namespace with redirect_dir=off,metacopy=off,index=off;
 //     in a user namespace with userxattr, which implies both off, and
@@ -158,6 +162,7 @@ type Spec struct {
 //
 //   - Other overlay.* xattrs (impure, origin, uuid) are overlayfs's
 //     bookkeeping, not changes: a reader ignores them.
+//
 //   - A file owned by a user the sandbox's user namespace does not map
 //     (the native backend maps the caller's own uid, and for root also
 //     root's) cannot be copied up: changing it, or anything in a
