@@ -147,7 +147,17 @@ type Decision struct {
 	// Deny's Destroys covers the commands judged before it. destroy.go
 	// says what counts.
 	Destroys bool `json:"destroys,omitempty"`
+	// Reviewable says an Ask is one only for what the script would do to
+	// the workspace's own data (every command that asks does so under a
+	// rule of reviewableRules: deleting the workspace, git's data loss):
+	// a runner that shows a command's changes before they land (a
+	// copy-on-write view) may run it and ask about what it did instead.
+	Reviewable bool `json:"reviewable,omitempty"`
 }
+
+// reviewableRules are the ask rules about the workspace's own data alone,
+// whose effect a copy-on-write view shows in full before it lands.
+var reviewableRules = map[string]bool{"ask:workspace-delete": true, "ask:git-data-loss": true}
 
 // Options are the facts of the place a command will run in. A nil
 // *Options means the defaults.

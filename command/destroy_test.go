@@ -414,3 +414,23 @@ func TestDestroysWithoutExists(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewable: an ask is reviewable only when every command that asks
+// does so about the workspace's own data.
+func TestReviewable(t *testing.T) {
+	p := Default()
+	for line, want := range map[string]bool{
+		"rm -rf *":                             true,
+		"git clean -fdx":                       true,
+		"rm -rf * && git reset --hard":         true,
+		"ls":                                   false, // not an ask at all
+		"rm -rf * && curl https://example.com": false,
+		"curl https://example.com && rm -rf *": false,
+		"python3 -c 'print(1)'":                false,
+		"rm -rf /":                             false, // a deny
+	} {
+		if got := p.Check(line, nil).Reviewable; got != want {
+			t.Errorf("%q: Reviewable = %v, want %v", line, got, want)
+		}
+	}
+}

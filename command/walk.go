@@ -21,6 +21,8 @@ type checker struct {
 	best  Decision
 	have  bool // best holds a decision
 	stop  bool // a deny was found: nothing later can change the verdict
+	// otherAsk: a command asked under a rule that is not reviewable.
+	otherAsk bool
 	// braceWords counts the words brace expansions were expanded to, for
 	// MaxBraceWordsTotal.
 	braceWords int
@@ -74,6 +76,9 @@ var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant
 // report records one command's decision; the most severe wins, and among
 // equals the first. Once a deny is in, the walk stops.
 func (c *checker) report(d Decision) {
+	if d.Verdict == Ask && !reviewableRules[d.Rule] {
+		c.otherAsk = true
+	}
 	if !c.have || d.Verdict.severer(c.best.Verdict) {
 		c.best, c.have = d, true
 	}
@@ -97,6 +102,7 @@ func (c *checker) decision() Decision {
 	}
 	d := c.best
 	d.Destroys = c.destroyed()
+	d.Reviewable = d.Verdict == Ask && !c.otherAsk
 	if d.Code == "" {
 		switch d.Verdict {
 		case Deny:

@@ -241,6 +241,9 @@ type call struct {
 	// left held, so the changes it makes are theirs to have asked for.
 	personApproved bool
 	held           string // the approval of held changes this call applies instead of running
+	// reviewAsk is the command policy's ask that the review stage puts
+	// to a person with the command's changes, instead of before it ran.
+	reviewAsk *policy.Decision
 }
 
 // decision is what a stage decided about a call, as the audit log records

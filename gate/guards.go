@@ -240,11 +240,17 @@ func (g *Gate) commandGuard(c *call) *tool.Error {
 		}
 		return nil
 	case command.Ask:
-		switch c.verdict.Action {
-		case policy.Allow:
-			c.verdict = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: d.Rule,
-				Reason: d.Message, Hint: d.Hint}
-		case policy.Ask:
+		ask := policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Rule: d.Rule, Reason: d.Message, Hint: d.Hint}
+		switch {
+		case c.verdict.Action == policy.Allow && d.Reviewable && c.entry.tool.Held != nil && c.execute:
+			// Deleting the workspace or git's data loss, on a
+			// copy-on-write view: it runs, and the review stage puts what
+			// it did, as a diff, to a person before any of it lands (a
+			// check, which runs nothing, answers that it asks).
+			c.reviewAsk = &ask
+		case c.verdict.Action == policy.Allow:
+			c.verdict = ask
+		case c.verdict.Action == policy.Ask:
 			// The mode asks anyway; the person asked should read the
 			// command policy's own, more specific, reason.
 			c.verdict.Rule, c.verdict.Hint = d.Rule, d.Hint

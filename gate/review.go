@@ -83,6 +83,8 @@ func (g *Gate) review(ctx context.Context, c *call) outcome {
 	case c.personApproved:
 	case ch.OverLimit() != "":
 		d = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Reason: ch.OverLimit()}
+	case c.reviewAsk != nil:
+		d = *c.reviewAsk // the command policy asks in every mode
 	case ch.Destroys():
 		d = g.opts.Policy.Destroy(c.Mode)
 	}
@@ -117,8 +119,11 @@ func (g *Gate) review(ctx context.Context, c *call) outcome {
 // rule, with the diff, and the changes kept unapplied under its id.
 func (g *Gate) hold(ctx context.Context, c *call, ch tool.Changes, d policy.Decision) outcome {
 	why := "they delete or replace files"
-	if lim := ch.OverLimit(); lim != "" {
-		why = lim
+	switch {
+	case ch.OverLimit() != "":
+		why = ch.OverLimit()
+	case c.reviewAsk != nil:
+		why = c.reviewAsk.Reason
 	}
 	e := &tool.Error{Code: tool.CodeApprovalRequired,
 		Message: fmt.Sprintf("the command ran on a copy of the workspace, and its changes wait on a person's review because %s; nothing reached the workspace (changes: %s)",
@@ -141,7 +146,7 @@ func (g *Gate) hold(ctx context.Context, c *call, ch tool.Changes, d policy.Deci
 	now := time.Now()
 	req := store.Approval{
 		ID: newID(), Tool: c.Tool, Args: args, ArgsHash: g.reviewHash(c, args),
-		Session: c.Session, Role: c.Role, Mode: c.Mode, Rule: ReviewRule,
+		Session: c.Session, Role: c.Role, Mode: c.Mode, Rule: ReviewRule, // the rule airlock approve knows held changes by
 		Reason: "its changes wait on review: " + ch.Summary() + " (airlock diff --approval ID shows them)",
 		Status: store.StatusPending, Created: now, Expires: now.Add(ttl),
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"airlock.dev/airlock/command"
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/tool"
@@ -152,5 +153,46 @@ func TestReviewStage(t *testing.T) {
 	ch := &fakeChanges{destroys: true}
 	if res := run(ch, "ask"); res.Error != nil || ch.ended != "applied" {
 		t.Errorf("ask mode, approved call: %+v, changes %q", res, ch.ended)
+	}
+}
+
+// TestReviewAsk: a command the command policy asks about only for what
+// it would do to the workspace's own data (rm -rf *) runs on a reviewable
+// tool and is held with its changes, in auto too; a check answers that it
+// asks; a script that also asks for another reason asks before it runs.
+func TestReviewAsk(t *testing.T) {
+	_, ws, reg, approvals := fileTools(t)
+	runs := 0
+	ch := &fakeChanges{}
+	reg.Register(tool.Tool{
+		Name: "run_command", Description: "runs", Risk: tool.RiskMedium, Effect: tool.EffectWrite, CommandArg: "command",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"command":{"type":"string","maxLength":64}}}`),
+		Run: func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			runs++
+			return tool.Result{Content: "exit code: 0\n", Changes: ch}, nil
+		},
+		Held: func(ctx context.Context, c *tool.Call, id string) (tool.Result, error) {
+			return tool.Result{}, nil
+		},
+	})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Commands: command.Default(), Workspace: ws, Approvals: approvals,
+		ApprovalKey: []byte("review test key"), Without: bare &^ gate.WithoutApprovalKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := call("run_command", `{"command":"rm -rf *"}`, "", "auto")
+	c.Session = "s1"
+	if chk := g.Check(ctx, c); chk.Decision != "ask" {
+		t.Errorf("check of rm -rf * in auto: %+v, want ask", chk)
+	}
+	res := g.Call(ctx, c)
+	if runs != 1 || res.Error == nil || res.Error.Code != tool.CodeApprovalRequired || res.Rule != gate.ReviewRule || !strings.HasPrefix(ch.ended, "held ") {
+		t.Errorf("rm -rf * in auto: runs %d, result %+v, changes %q; want it run and held", runs, res, ch.ended)
+	}
+	c = call("run_command", `{"command":"rm -rf * && curl https://example.com"}`, "", "auto")
+	c.Session = "s1"
+	if res := g.Call(ctx, c); runs != 1 || res.Error == nil || res.Error.Code != tool.CodeApprovalRequired || res.Rule == gate.ReviewRule {
+		t.Errorf("with a network ask too: runs %d, result %+v; want asked before running", runs, res)
 	}
 }
