@@ -21,8 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"airlock.dev/airlock/plural"
 )
 
 // Sandbox is one backend.
@@ -278,11 +276,11 @@ func (l Limits) Check() error {
 	}{
 		{"wall-clock limit", "MaxWall", int64(l.Wall), int64(MaxWall), seconds},
 		{"CPU-time limit", "MaxCPU", int64(l.CPU), int64(MaxCPU), seconds},
-		{"memory limit", "MaxMemory", l.Memory, MaxMemory, plural.Bytes},
+		{"memory limit", "MaxMemory", l.Memory, MaxMemory, binaryBytes},
 		{"process limit", "MaxPids", int64(l.Pids), MaxPids, count},
 		{"open-file limit", "MaxOpenFiles", int64(l.OpenFiles), MaxOpenFiles, count},
-		{"file-size limit", "MaxFileSize", l.FileSize, MaxFileSize, plural.Bytes},
-		{"output limit", "MaxOutput", l.Output, MaxOutput, plural.Bytes},
+		{"file-size limit", "MaxFileSize", l.FileSize, MaxFileSize, binaryBytes},
+		{"output limit", "MaxOutput", l.Output, MaxOutput, binaryBytes},
 	} {
 		if c.v < 0 {
 			return Invalid(fmt.Sprintf("the %s %s is negative", c.name, c.unit(c.v)),
@@ -307,6 +305,22 @@ func seconds(ns int64) string {
 }
 
 func count(n int64) string { return strconv.FormatInt(n, 10) }
+
+// binaryBytes writes a size in the largest binary unit that divides it
+// (512MiB, 8GiB), else in bytes. It is plural.Bytes for limits, which are
+// round; this package cannot import plural, for the sandbox's init links
+// only the standard library, x/sys and go-landlock (native's TestImports).
+func binaryBytes(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
 
 // Check reports the first thing wrong with the Spec itself, before any
 // backend looks at it.
