@@ -299,6 +299,12 @@ func (s *Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, e
 	lim := spec.Limits.WithDefaults()
 	e, err := s.engine(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The caller's deadline ran out while a loaded engine was
+			// still answering its first question: the wall limit, as
+			// when it ends during create or start.
+			return endedBeforeStart(), nil
+		}
 		return sandbox.Result{}, err
 	}
 	body, err := s.createBody(&spec, lim, e)
@@ -360,7 +366,7 @@ func (s *Sandbox) checkRuntime(ctx context.Context, id string, e *engine) error 
 }
 
 // endedBeforeStart is the result of a run whose ctx ended while the engine
-// was still creating or starting the container: as with any run, ctx
+// was still being checked, or creating or starting the container: as with any run, ctx
 // ending is the wall limit, whether or not the command got to start. A
 // loaded engine can take seconds to start a container, so a short
 // deadline can end there.

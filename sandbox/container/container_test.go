@@ -229,3 +229,30 @@ func TestCallerDeadlineDuringStart(t *testing.T) {
 		t.Error("the container that may have started was never removed")
 	}
 }
+
+// TestCallerDeadlineDuringEngineCheck: an engine too loaded to answer its
+// first question (/version) before the caller's deadline gives a run that
+// timed out, as during create or start, not sandbox_unavailable (the
+// suite's WallAndOrphans case failed so on a loaded machine).
+func TestCallerDeadlineDuringEngineCheck(t *testing.T) {
+	dir := t.TempDir()
+	sock := dir + "/engine.sock"
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1.41/version", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	sb := container.New(&container.Options{Socket: sock, StateDir: dir + "/state", CgroupParent: "-", User: "65534:65534"})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r, err := sb.Run(ctx, sandbox.Spec{Argv: []string{"true"}, Workspace: dir})
+	if err != nil || !r.TimedOut || r.Killed != sandbox.KilledWall {
+		t.Errorf("Run = %+v, %v; want a timed-out result", r, err)
+	}
+}
