@@ -253,9 +253,13 @@ func (r *changeReader) walk(rel string, dir, lower int, opaque, fresh bool) erro
 				if err != nil {
 					return fmt.Errorf("workspace: comparing %q: %w", p, err)
 				}
-				if same {
+				if same && !(typ == TypeFile && st.Nlink > 1) {
 					continue // copied up and left as it was
 				}
+				// The same bytes, but the command linked the file to
+				// another name (overlayfs copied it up to do so): it is
+				// replaced by the upper layer's inode, so that both names
+				// are one file in the workspace too.
 			}
 			if err := r.replace(c, lower, name); err != nil {
 				return err

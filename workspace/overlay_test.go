@@ -130,6 +130,7 @@ func populate(t *testing.T, dir string) {
 		ln -s a.txt link
 		printf '#!/bin/sh\necho hi\n' > run.sh; chmod 644 run.sh
 		echo shared > h1; ln h1 h2
+		echo same > same.txt
 		head -c 3000000 /dev/zero | tr '\0' 'q' > big.bin
 		chmod 700 empty
 	`)
@@ -158,6 +159,7 @@ const everyKind = `
 	head -c 3000000 /dev/zero | tr '\0' 'r' > big.bin
 	mkdir -p fresh/deep/er; echo f > fresh/deep/er/f; ln -s ../.. fresh/up
 	echo other > h1.new; mv h1.new h1
+	ln same.txt same-hard
 `
 
 // everyKindTruth populates f's workspace and returns its tree, and the
