@@ -19,8 +19,16 @@ import (
 // approval and ends it with approval_required, naming the approval. A
 // check parks nothing and uses nothing.
 func (g *Gate) approval(ctx context.Context, c *call) outcome {
+	// Changes an earlier run of this call left held, once a person
+	// approved them, are applied whatever the mode would ask.
+	if out := g.heldApproval(ctx, c); out.end != nil || c.held != "" {
+		if c.held != "" {
+			c.verdict.Action = policy.Allow
+		}
+		return out
+	}
 	if c.verdict.Action != policy.Ask {
-		return g.heldApproval(ctx, c)
+		return passOn(passed)
 	}
 	e := decisionError(c.verdict)
 	e.Code = tool.CodeApprovalRequired

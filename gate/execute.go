@@ -42,6 +42,12 @@ func (g *Gate) executeStage(ctx context.Context, c *call) outcome {
 	} else {
 		res, err = runExecutor(ctx, c.entry.tool, &c.Call)
 	}
+	if res.Changes != nil && (ctx.Err() != nil || err != nil || res.Error != nil) {
+		// The call ends here, before the review stage: what the command
+		// changed on its copy-on-write view is dropped, never left held
+		// open (its overlay stays locked by this process otherwise).
+		res.Changes.Discard()
+	}
 	var kc *killedCause
 	switch {
 	case errors.As(context.Cause(ctx), &kc):

@@ -218,12 +218,13 @@ func (g *Gate) commandGuard(c *call) *tool.Error {
 	d := g.opts.Commands.Check(line, &opts) // a nil policy denies
 	switch d.Verdict {
 	case command.Allow:
-		if d.Destroys && c.verdict.Action == policy.Allow && c.entry.tool.Held == nil {
+		if d.Destroys && c.verdict.Action == policy.Allow && (c.entry.tool.Held == nil || !c.execute) {
 			// A command's changes cannot be rolled back: the mode's
 			// destroy decision (auto-edit asks) governs what it deletes,
 			// truncates or writes over. A tool that runs commands on a
 			// copy-on-write view (Held set) is judged instead on what
-			// the command did, by the review stage.
+			// the command did, by the review stage; a check of it, which
+			// runs nothing, answers what the syntax says it would do.
 			dd := g.opts.Policy.Destroy(c.Mode)
 			who := d.Name
 			if who == "" {

@@ -30,7 +30,7 @@ func (g *Gate) reviewHash(c *call, args []byte) string {
 // heldApproval looks, for a call whose tool can hold its changes, for an
 // approval a person gave to changes an earlier run of the same call left
 // held: the call then applies those (executeStage reopens them) instead of
-// running again. A call naming an approval of held changes a person
+// running again, in any mode. A call naming an approval of held changes a person
 // denied ends with approval_denied, and one still pending is named again.
 func (g *Gate) heldApproval(ctx context.Context, c *call) outcome {
 	if c.entry.tool.Held == nil || g.opts.Approvals == nil || !c.execute {
@@ -69,9 +69,11 @@ func (g *Gate) heldApproval(ctx context.Context, c *call) outcome {
 }
 
 // review ends the changes a call made on a copy-on-write view: a person
-// approved the call (or these changes), or the changes only add and
-// rewrite, or the mode allows destroying: applied; the mode asks: held,
-// unapplied, for a person who sees the diff; the mode denies: discarded.
+// approved these changes, or (within the snapshot limits) the call, or
+// the changes only add and rewrite, or the mode allows destroying:
+// applied; past a snapshot limit, or the mode (or the command policy)
+// asks: held, unapplied, for a person who sees the diff; the mode denies:
+// discarded.
 func (g *Gate) review(ctx context.Context, c *call) outcome {
 	ch := c.result.Changes
 	if ch == nil {
@@ -80,9 +82,12 @@ func (g *Gate) review(ctx context.Context, c *call) outcome {
 	c.result.Changes = nil
 	d := policy.Decision{Action: policy.Allow}
 	switch {
-	case c.personApproved:
+	case c.held != "": // a person approved these very changes
 	case ch.OverLimit() != "":
+		// Past a snapshot limit the changes could not all be undone: a
+		// person who approved the command line has not seen that.
 		d = policy.Decision{Action: policy.Ask, Code: tool.CodeApprovalRequired, Reason: ch.OverLimit()}
+	case c.personApproved:
 	case c.reviewAsk != nil:
 		d = *c.reviewAsk // the command policy asks in every mode
 	case ch.Destroys():

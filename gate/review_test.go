@@ -3,6 +3,8 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"airlock.dev/airlock/command"
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/policy"
+	"airlock.dev/airlock/store/sqlite"
 	"airlock.dev/airlock/tool"
 )
 
@@ -67,7 +70,10 @@ func (r *reviewed) tool() tool.Tool {
 // call; held, with their diff, when the mode asks (auto-edit) or a
 // snapshot limit is passed; and a held set, once approved, is applied by
 // the same call made again without running it a second time.
-func TestReviewStage(t *testing.T) {
+// reviewGate is a gate over the file tools and a reviewed tool, with an
+// approvals store and a key.
+func reviewGate(t *testing.T) (*gate.Gate, *reviewed, *sqlite.DB) {
+	t.Helper()
 	_, ws, reg, approvals := fileTools(t)
 	r := &reviewed{heldBy: map[string]*fakeChanges{}}
 	if err := reg.Register(r.tool()); err != nil {
@@ -78,6 +84,11 @@ func TestReviewStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, r, approvals
+}
+
+func TestReviewStage(t *testing.T) {
+	g, r, approvals := reviewGate(t)
 	ctx := context.Background()
 	run := func(ch *fakeChanges, mode string) tool.Result {
 		r.next = ch
@@ -194,5 +205,94 @@ func TestReviewAsk(t *testing.T) {
 	c.Session = "s1"
 	if res := g.Call(ctx, c); runs != 1 || res.Error == nil || res.Error.Code != tool.CodeApprovalRequired || res.Rule == gate.ReviewRule {
 		t.Errorf("with a network ask too: runs %d, result %+v; want asked before running", runs, res)
+	}
+}
+
+// TestChangesOfAnEndedCallDiscarded: a call that ends in the execute
+// stage (here cancelled by its caller while it ran) drops the changes its
+// command made; they are never left open.
+func TestChangesOfAnEndedCallDiscarded(t *testing.T) {
+	_, ws, reg, approvals := fileTools(t)
+	ch := &fakeChanges{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg.Register(tool.Tool{
+		Name: "cmd", Description: "changes files", Risk: tool.RiskMedium, Effect: tool.EffectWrite,
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		Run: func(context.Context, *tool.Call) (tool.Result, error) {
+			cancel()
+			return tool.Result{Content: "exit code: 0\n", Changes: ch}, nil
+		},
+		Held: func(context.Context, *tool.Call, string) (tool.Result, error) { return tool.Result{}, nil },
+	})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Workspace: ws, Approvals: approvals,
+		ApprovalKey: []byte("review test key"), Without: bare &^ gate.WithoutApprovalKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := g.Call(ctx, call("cmd", `{}`, "", "auto"))
+	if res.Error == nil || ch.ended != "discarded" {
+		t.Errorf("cancelled call: %+v, changes %q; want an error and the changes discarded", res, ch.ended)
+	}
+}
+
+// TestCheckOfADestroyingCommand: airlock check of a command whose syntax
+// deletes answers the mode's destroy decision (auto-edit asks), though
+// the call itself runs it and asks about what it did.
+func TestCheckOfADestroyingCommand(t *testing.T) {
+	dir, ws, reg, approvals := fileTools(t)
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "data", "a.txt"), []byte("work\n"), 0o644)
+	reg.Register(tool.Tool{
+		Name: "run_command", Description: "runs", Risk: tool.RiskMedium, Effect: tool.EffectWrite, CommandArg: "command",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"command":{"type":"string","maxLength":64}}}`),
+		Run: func(context.Context, *tool.Call) (tool.Result, error) {
+			return tool.Result{Content: "exit code: 0\n", Changes: &fakeChanges{destroys: true}}, nil
+		},
+		Held: func(context.Context, *tool.Call, string) (tool.Result, error) { return tool.Result{}, nil },
+	})
+	g, err := gate.New(reg, &gate.Options{Policy: policy.Default(), Commands: command.Default(), Workspace: ws, Approvals: approvals,
+		ApprovalKey: []byte("review test key"), Without: bare &^ gate.WithoutApprovalKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := call("run_command", `{"command":"rm -r data"}`, "", "auto-edit")
+	if chk := g.Check(context.Background(), c); chk.Decision != "ask" {
+		t.Errorf("check: %+v, want ask", chk)
+	}
+	if res := g.Call(context.Background(), c); res.Rule != gate.ReviewRule {
+		t.Errorf("call: %+v, want it run and held under %s", res, gate.ReviewRule)
+	}
+}
+
+// TestOverLimitInAskMode: in ask mode a person approves the command line;
+// changes past a snapshot limit are still held for them to see, and once
+// they approve those, the same call applies them in ask mode too.
+func TestOverLimitInAskMode(t *testing.T) {
+	g, r, approvals := reviewGate(t)
+	ctx := context.Background()
+	run := func(ch *fakeChanges) tool.Result {
+		r.next = ch
+		c := call("cmd", `{"line":"make"}`, "", "ask")
+		c.Session = "s1"
+		return g.Call(ctx, c)
+	}
+	first := run(nil)
+	if first.Approval == nil {
+		t.Fatalf("ask mode: %+v", first)
+	}
+	approvals.DecideApproval(ctx, first.Approval.ID, true, "alice", time.Now())
+	ch := &fakeChanges{overLimit: "it keeps too much"}
+	held := run(ch)
+	if held.Rule != gate.ReviewRule || !strings.HasPrefix(ch.ended, "held ") {
+		t.Fatalf("approved run past a limit: %+v, changes %q; want them held", held, ch.ended)
+	}
+	r.heldBy[held.Approval.ID] = &fakeChanges{overLimit: "it keeps too much"}
+	approvals.DecideApproval(ctx, held.Approval.ID, true, "alice", time.Now())
+	runs := r.runs.Load()
+	if res := run(nil); res.Error != nil || r.runs.Load() != runs || !strings.Contains(res.Content, "--- changes: applied them") {
+		t.Errorf("the approved held changes in ask mode: %+v (runs %d -> %d)", res, runs, r.runs.Load())
 	}
 }

@@ -124,9 +124,10 @@ func runCommand(sb sandbox.Sandbox, root string, o *RunCommandOptions) tool.Exec
 			spec.Network, spec.Proxy = sandbox.NetworkProxy, o.Proxy
 		}
 		prov := tool.Provenance{Tool: "run_command", Source: "sandbox:" + sb.Name()}
-		var ov *workspace.Overlay
+		var kept int64 // what the session's snapshot keeps already
 		if ws := o.Workspace; ws != nil {
-			if err := ws.CheckSnapshotRoom(call.Session); err != nil {
+			var err error
+			if kept, err = ws.CheckSnapshotRoom(call.Session); err != nil {
 				return tool.Result{}, err
 			}
 		}
@@ -148,7 +149,7 @@ func runCommand(sb sandbox.Sandbox, root string, o *RunCommandOptions) tool.Exec
 		if ov == nil {
 			return out, nil
 		}
-		ch, err := overlayChanges(o.Workspace, ov, call.Session)
+		ch, err := overlayChanges(o.Workspace, ov, call.Session, kept)
 		if err != nil {
 			return tool.Result{}, err
 		}
@@ -210,11 +211,15 @@ func runOnView(ctx context.Context, sb sandbox.Sandbox, spec sandbox.Spec, o *Ru
 // heldCommand reopens the changes a run left held under an approval.
 func heldCommand(ws *workspace.Workspace) func(context.Context, *tool.Call, string) (tool.Result, error) {
 	return func(ctx context.Context, call *tool.Call, id string) (tool.Result, error) {
+		kept, err := ws.SessionKept(call.Session)
+		if err != nil {
+			return tool.Result{}, err
+		}
 		ov, content, err := ws.HeldOverlay(id)
 		if err != nil {
 			return tool.Result{}, err
 		}
-		ch, err := overlayChanges(ws, ov, call.Session)
+		ch, err := overlayChanges(ws, ov, call.Session, kept)
 		if err != nil {
 			return tool.Result{}, err
 		}
@@ -230,30 +235,26 @@ func heldCommand(ws *workspace.Workspace) func(context.Context, *tool.Call, stri
 
 // commandChanges are a run's changes on its overlay, as tool.Changes.
 type commandChanges struct {
-	ws      *workspace.Workspace
 	ov      *workspace.Overlay
 	set     *workspace.ChangeSet
 	session string
 	limit   string // why the changes are past a snapshot limit, if they are
 }
 
-// overlayChanges reads what a run changed; nil (the overlay discarded)
-// when it changed nothing. A change set that cannot be read is refused
-// with its changes discarded, the workspace as it was.
-func overlayChanges(ws *workspace.Workspace, ov *workspace.Overlay, session string) (*commandChanges, error) {
+// overlayChanges reads what a run changed, for a session whose snapshot
+// keeps kept bytes; nil (the overlay discarded) when it changed nothing.
+// A change set that cannot be read is refused with its changes
+// discarded, the workspace as it was.
+func overlayChanges(ws *workspace.Workspace, ov *workspace.Overlay, session string, kept int64) (*commandChanges, error) {
 	set, err := ov.Changes()
-	if err == nil && len(set.Changes) == 0 && len(set.Skipped) == 0 {
-		return nil, ov.Discard()
-	}
-	var limit string
-	if err == nil {
-		limit, err = ws.OverLimit(session, set)
-	}
 	if err != nil {
 		ov.Discard()
 		return nil, err
 	}
-	return &commandChanges{ws: ws, ov: ov, set: set, session: session, limit: limit}, nil
+	if len(set.Changes) == 0 && len(set.Skipped) == 0 {
+		return nil, ov.Discard()
+	}
+	return &commandChanges{ov: ov, set: set, session: session, limit: ws.OverLimit(set, kept)}, nil
 }
 
 func (c *commandChanges) Summary() string { return c.set.Summary() }

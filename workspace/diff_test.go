@@ -15,9 +15,9 @@ import (
 	"airlock.dev/airlock/workspace"
 )
 
-// overlayDiff runs script on an overlay of the fixture's workspace and
-// returns the diff of its changes, the overlay left for the caller.
-func overlayDiff(t *testing.T, f *fixture, script string, lim workspace.DiffLimits) (string, *workspace.Overlay, *workspace.ChangeSet) {
+// overlayChanges runs script on a new overlay of the fixture's workspace
+// and reads its changes; the overlay is left for the caller.
+func overlayChanges(t *testing.T, f *fixture, script string) (*workspace.Overlay, *workspace.ChangeSet) {
 	t.Helper()
 	o, err := f.w.NewOverlay()
 	if err != nil {
@@ -28,6 +28,14 @@ func overlayDiff(t *testing.T, f *fixture, script string, lim workspace.DiffLimi
 	if err != nil {
 		t.Fatal(err)
 	}
+	return o, set
+}
+
+// overlayDiff runs script on an overlay of the fixture's workspace and
+// returns the diff of its changes, the overlay left for the caller.
+func overlayDiff(t *testing.T, f *fixture, script string, lim workspace.DiffLimits) (string, *workspace.Overlay, *workspace.ChangeSet) {
+	t.Helper()
+	o, set := overlayChanges(t, f, script)
 	var out bytes.Buffer
 	if err := o.Diff(set, &out, lim); err != nil {
 		t.Fatal(err)

@@ -72,38 +72,34 @@ func readHeader(d *os.Root, name string) (snapshotHeader, error) {
 
 // CheckSnapshotRoom refuses, before a command runs, a session whose
 // snapshot already keeps MaxSessionSnapshotBytes: its changes could not
-// be kept for rollback.
-func (w *Workspace) CheckSnapshotRoom(session string) error {
+// be kept for rollback. It returns what the snapshot keeps, for OverLimit.
+func (w *Workspace) CheckSnapshotRoom(session string) (int64, error) {
 	kept, err := w.SessionKept(session)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if kept >= int64(w.opts.MaxSessionSnapshotBytes) {
-		return tool.Errorf(tool.CodeChangesTooLarge,
+		return kept, tool.Errorf(tool.CodeChangesTooLarge,
 			"A person rolls the session back (airlock rollback --session ID) or starts a new session; nothing ran",
 			"the session's snapshot already keeps %s of old versions, the most it may (MaxSessionSnapshotBytes, %s)",
 			plural.Bytes(kept), plural.Bytes(int64(w.opts.MaxSessionSnapshotBytes)))
 	}
-	return nil
+	return kept, nil
 }
 
-// OverLimit says why set cannot be applied for session without a
-// person's say: the old versions it would keep are past a snapshot
-// limit. It is "" within the limits.
-func (w *Workspace) OverLimit(session string, set *ChangeSet) (string, error) {
+// OverLimit says why set cannot be applied without a person's say, for a
+// session whose snapshot keeps kept bytes (SessionKept): the old versions
+// it would keep are past a snapshot limit. It is "" within the limits.
+func (w *Workspace) OverLimit(set *ChangeSet, kept int64) string {
 	if set.LargestOld > int64(w.opts.MaxSnapshotFileBytes) {
 		return fmt.Sprintf("it replaces or deletes a file of %s, over the %s one old version may take in the snapshot (MaxSnapshotFileBytes)",
-			plural.Bytes(set.LargestOld), plural.Bytes(int64(w.opts.MaxSnapshotFileBytes))), nil
-	}
-	kept, err := w.SessionKept(session)
-	if err != nil {
-		return "", err
+			plural.Bytes(set.LargestOld), plural.Bytes(int64(w.opts.MaxSnapshotFileBytes)))
 	}
 	if kept+set.OldBytes > int64(w.opts.MaxSessionSnapshotBytes) {
 		return fmt.Sprintf("keeping its old versions (%s) would take the session's snapshot past %s (MaxSessionSnapshotBytes)",
-			plural.Bytes(set.OldBytes), plural.Bytes(int64(w.opts.MaxSessionSnapshotBytes))), nil
+			plural.Bytes(set.OldBytes), plural.Bytes(int64(w.opts.MaxSessionSnapshotBytes)))
 	}
-	return "", nil
+	return ""
 }
 
 // pruneSnapshots forgets the snapshots of sessions whose last change is

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"airlock.dev/airlock/tool"
 	"airlock.dev/airlock/workspace"
 )
 
@@ -509,4 +511,69 @@ func TestRollbackCommandThenEdit(t *testing.T) {
 		t.Fatalf("Rollback = %+v, %v", res, err)
 	}
 	sameTree(t, "after Rollback", tree(t, f.dir), before)
+}
+
+// TestSnapshotLimits: changes whose old versions would pass a snapshot
+// limit are named over it (the gate then holds them for a person), a
+// session at its limit runs no more commands, and Recover prunes a
+// session's snapshot idle for KeepSnapshots and changes held for
+// KeepHeld.
+func TestSnapshotLimits(t *testing.T) {
+	f := newFixture(t, &workspace.Options{MaxSessionSnapshotBytes: 100, MaxSnapshotFileBytes: 50})
+	writeFile(t, f.path("big.txt"), strings.Repeat("b", 60))
+	writeFile(t, f.path("small1.txt"), strings.Repeat("s", 40))
+	writeFile(t, f.path("small2.txt"), strings.Repeat("s", 40))
+	changes := func(script string) (*workspace.Overlay, *workspace.ChangeSet) { return overlayChanges(t, f, script) }
+	kept, err := f.w.CheckSnapshotRoom("s6")
+	if err != nil || kept != 0 {
+		t.Fatalf("a new session: kept %d, %v", kept, err)
+	}
+	o, set := changes("rm big.txt")
+	if why := f.w.OverLimit(set, kept); !strings.Contains(why, "MaxSnapshotFileBytes") {
+		t.Errorf("deleting a 60-byte file with MaxSnapshotFileBytes 50: %q", why)
+	}
+	o.Discard()
+	o, set = changes("rm small1.txt")
+	if why := f.w.OverLimit(set, kept); why != "" {
+		t.Errorf("deleting 40 bytes of 100: %q", why)
+	}
+	if _, err := o.Apply("s6", set); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ = f.w.SessionKept("s6"); kept != 40 {
+		t.Errorf("SessionKept = %d, want 40", kept)
+	}
+	o, set = changes("truncate -s 0 small2.txt")
+	if why := f.w.OverLimit(set, kept+30); !strings.Contains(why, "MaxSessionSnapshotBytes") {
+		t.Errorf("40 more bytes past a session at 70 of 100: %q", why)
+	}
+	if _, err := o.Apply("s6", set); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f.path("x.txt"), strings.Repeat("x", 30))
+	o, set = changes("rm x.txt")
+	if _, err := o.Apply("s6", set); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.w.CheckSnapshotRoom("s6"); codeOf(err) != tool.CodeChangesTooLarge {
+		t.Errorf("a session keeping 110 of 100 bytes: %v, want changes_too_large", err)
+	}
+
+	// Held changes and idle snapshots are pruned once old enough.
+	o, _ = changes("echo n > n.txt")
+	if err := o.Hold("a1", []byte("result")); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-workspace.KeepSnapshots - time.Hour)
+	os.Chtimes(filepath.Join(f.dir, workspace.OverlaysDir, "held-a1", "result"), old, old)
+	os.Chtimes(filepath.Join(f.dir, workspace.SnapshotsDir, "s6"), old, old)
+	if _, err := f.w.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.w.HeldOverlay("a1"); codeOf(err) != tool.CodeNotFound {
+		t.Errorf("held changes older than KeepHeld: %v, want not_found", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, workspace.SnapshotsDir, "s6")); !os.IsNotExist(err) {
+		t.Errorf("a snapshot idle for KeepSnapshots is still there: %v", err)
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/store"
-	"airlock.dev/airlock/workspace"
 )
 
 // openStore opens the store the settings name: --store's URL, else the
@@ -232,7 +231,7 @@ func decideHeld(ctx context.Context, db store.Backend, set *settings, a store.Ap
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitRefused
 	}
-	ws, err := workspace.Open(dir, nil)
+	ws, err := openRecovered(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return exitRefused

@@ -9,7 +9,6 @@ import (
 	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/sandbox"
-	"airlock.dev/airlock/workspace"
 )
 
 // exitSandbox is airlock exec's own failure status.
@@ -24,15 +23,11 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // execOverlay gives airlock exec --session a copy-on-write view of the
 // workspace, and applies what the command changed once it has ended.
 func execOverlay(dir, session string) (*sandbox.Overlay, func() (string, error), func(), error) {
-	ws, err := workspace.Open(dir, nil)
+	ws, err := openRecovered(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := ws.Recover(); err != nil {
-		ws.Close()
-		return nil, nil, nil, err
-	}
-	if err := ws.CheckSnapshotRoom(session); err != nil {
+	if _, err := ws.CheckSnapshotRoom(session); err != nil {
 		ws.Close()
 		return nil, nil, nil, err
 	}

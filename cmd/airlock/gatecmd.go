@@ -361,6 +361,22 @@ func runAudit(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitRefused
 }
 
+// openRecovered opens the workspace at dir for a command that reads or
+// changes its snapshots, first finishing any command's changes a crash
+// left half applied (workspace.Recover), so that they are seen, and
+// undone, whole.
+func openRecovered(dir string) (*workspace.Workspace, error) {
+	ws, err := workspace.Open(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ws.Recover(); err != nil {
+		ws.Close()
+		return nil, err
+	}
+	return ws, nil
+}
+
 func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rollback", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -374,16 +390,11 @@ func runRollback(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintln(stderr, "usage: airlock rollback --session ID [--workspace DIR] [--json]")
 		return exitUsage
 	}
-	ws, err := workspace.Open(*dir, nil)
+	ws, err := openRecovered(*dir)
 	if err != nil {
 		return refused(stderr, "rollback", err)
 	}
 	defer ws.Close()
-	// A command's changes that a crash left half applied are finished
-	// first, so that they are undone whole.
-	if _, err := ws.Recover(); err != nil {
-		return refused(stderr, "rollback", err)
-	}
 	res, err := ws.Rollback(*session)
 	if err != nil {
 		return refused(stderr, "rollback", err)
@@ -420,15 +431,12 @@ func runDiff(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "usage: airlock diff --session ID | --approval ID [--workspace DIR]")
 		return exitUsage
 	}
-	ws, err := workspace.Open(*dir, nil)
+	ws, err := openRecovered(*dir)
 	if err != nil {
 		return refused(stderr, "diff", err)
 	}
 	defer ws.Close()
 	if *session != "" {
-		if _, err := ws.Recover(); err != nil {
-			return refused(stderr, "diff", err)
-		}
 		if err := ws.SessionDiff(*session, stdout, workspace.DiffLimits{}); err != nil {
 			return refused(stderr, "diff", err)
 		}

@@ -1,10 +1,7 @@
 package native
 
 import (
-	"context"
-	"slices"
 	"testing"
-	"time"
 
 	"airlock.dev/airlock/sandbox"
 	"airlock.dev/airlock/sandbox/sandboxtest"
@@ -46,18 +43,7 @@ func benchRun(b *testing.B, skip []sandbox.Layer) {
 	}
 	ws := b.TempDir()
 	spec := sandbox.Spec{Argv: []string{"true"}, Workspace: ws}
-	var d []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		r, err := sb.Run(context.Background(), spec)
-		if err != nil || r.ExitCode != 0 {
-			b.Fatalf("%v %+v", err, r)
-		}
-		d = append(d, time.Since(start))
-	}
-	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "ms-median")
-	b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "ms-p99")
+	sandboxtest.Latency(b, sb, func() sandbox.Spec { return spec })
 }
 
 // BenchmarkOverlay is the latency of one sandboxed `true` in a writable

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -23,6 +22,7 @@ import (
 
 	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/sandbox"
+	"airlock.dev/airlock/sandbox/sandboxtest"
 )
 
 // proxyFixture is an egress proxy on a unix socket whose policy allows
@@ -342,17 +342,7 @@ func BenchmarkProxyRun(b *testing.B) {
 			if c.network == sandbox.NetworkProxy {
 				spec.Proxy = f.sock
 			}
-			var d []time.Duration
-			for b.Loop() {
-				start := time.Now()
-				r, err := sb.Run(context.Background(), spec)
-				if err != nil || r.ExitCode != 0 {
-					b.Fatalf("%v %+v", err, r)
-				}
-				d = append(d, time.Since(start))
-			}
-			slices.Sort(d)
-			b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "ms-median")
+			sandboxtest.Latency(b, sb, func() sandbox.Spec { return spec })
 		})
 	}
 }
