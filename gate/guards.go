@@ -67,7 +67,7 @@ func plainNumbers(v any) any {
 func (g *Gate) authorize(ctx context.Context, c *call) outcome {
 	t := c.entry.tool
 	d := g.opts.Policy.Decide(ctx, policy.Input{
-		Tool: t.Name, Risk: t.Risk, Effect: t.Effect,
+		Tool: t.Name, Server: t.Server, Risk: t.Risk, Effect: t.Effect,
 		Role: c.Role, Mode: c.Mode, Session: c.Session, Args: c.args,
 	})
 	c.verdict = d

@@ -96,8 +96,8 @@ type rule struct {
 	overCost         Decision // when it goes over MaxRuleCost
 
 	// shapeOnly says the condition reads neither args nor session: its
-	// outcome depends only on the call's shape (tool, risk, effect, role,
-	// mode), so it is evaluated once per shape and remembered in memo.
+	// outcome depends only on the call's shape (tool, server, risk,
+	// effect, role, mode), so it is evaluated once per shape and remembered in memo.
 	shapeOnly bool
 	memo      sync.Map // shape -> bool
 	memoLen   atomic.Int32
@@ -109,10 +109,10 @@ const MaxMemo = 4096
 
 // shape is what a shape-only rule's outcome depends on.
 type shape struct {
-	tool       string
-	risk       tool.Risk
-	effect     tool.Effect
-	role, mode string
+	tool, server string
+	risk         tool.Risk
+	effect       tool.Effect
+	role, mode   string
 }
 
 // The YAML form of a policy file. Decoding is strict, and the keys are
@@ -515,6 +515,7 @@ func (base *compiled) withFile(data []byte, name string) (*compiled, error) {
 func newEnv() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("tool", cel.StringType),
+		cel.Variable("server", cel.StringType),
 		cel.Variable("risk", cel.StringType),
 		cel.Variable("effect", cel.StringType),
 		cel.Variable("role", cel.StringType),

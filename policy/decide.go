@@ -108,7 +108,7 @@ func (r *rule) evalShape(ctx context.Context, vars *activation, role, mode strin
 	if !r.shapeOnly {
 		return r.eval(ctx, vars)
 	}
-	k := shape{tool: vars.in.Tool, risk: vars.in.Risk, effect: vars.in.Effect, role: role, mode: mode}
+	k := shape{tool: vars.in.Tool, server: vars.in.Server, risk: vars.in.Risk, effect: vars.in.Effect, role: role, mode: mode}
 	if hit, ok := r.memo.Load(k); ok {
 		return hit.(bool), nil
 	}
@@ -172,7 +172,8 @@ var (
 type activation struct {
 	in                       *Input
 	risk, effect, role, mode ref.Val
-	tool, session, args      ref.Val // nil until first read
+	tool, server, session    ref.Val // nil until first read
+	args                     ref.Val
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -182,6 +183,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			a.tool = types.String(a.in.Tool)
 		}
 		return a.tool, true
+	case "server":
+		if a.server == nil {
+			a.server = types.String(a.in.Server)
+		}
+		return a.server, true
 	case "risk":
 		return a.risk, true
 	case "effect":

@@ -213,6 +213,11 @@ rules:
     decision: deny
     message: quarantined
     hint: start another session
+  - id: no-upstream-deletes
+    when: server == "github" && tool.endsWith("__delete_repo")
+    decision: deny
+    message: no repository deletes
+    hint: delete it on github.com
   - id: no-items
     when: has(args.items) && args.items.exists(i, i == "bad")
     decision: deny
@@ -244,6 +249,9 @@ rules:
 		{"below both bounds", read("calculate", map[string]any{"n": 100.0}), allow("allow-everything")},
 		{"every variable", Input{Tool: "t", Risk: tool.RiskLow, Effect: tool.EffectRead, Role: "admin", Mode: "auto", Session: "q"}, deny("quarantine")},
 		{"every variable, other session", Input{Tool: "t", Risk: tool.RiskLow, Effect: tool.EffectRead, Role: "admin", Mode: "auto", Session: "r"}, allow("allow-everything")},
+		{"a tool's name alone is not its server", read("github__delete_repo", nil), allow("allow-everything")},
+		{"a server's tool, server given", Input{Tool: "github__delete_repo", Server: "github", Risk: tool.RiskLow, Effect: tool.EffectRead, Mode: "auto"}, deny("no-upstream-deletes")},
+		{"the same name on another server", Input{Tool: "github__delete_repo", Server: "gitlab", Risk: tool.RiskLow, Effect: tool.EffectRead, Mode: "auto"}, allow("allow-everything")},
 		{"a list argument", read("t", map[string]any{"items": []any{"good", "bad"}}), deny("no-items")},
 		{"a list argument, nothing bad", read("t", map[string]any{"items": []any{"good"}}), allow("allow-everything")},
 		{"unknown role still first", Input{Tool: "t", Risk: tool.RiskLow, Effect: tool.EffectRead, Role: "x", Args: map[string]any{"path": ".env"}}, want{Deny, tool.CodeInvalidCall, "unknown-role"}},

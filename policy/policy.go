@@ -143,7 +143,10 @@ type Decision struct {
 
 // Input is what the policy knows of a call.
 type Input struct {
-	Tool   string
+	Tool string
+	// Server is the upstream MCP server a gateway tool comes from; ""
+	// for airlock's own tools.
+	Server string
 	Risk   tool.Risk
 	Effect tool.Effect
 	Role   string // "" means DefaultRole

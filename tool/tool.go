@@ -117,6 +117,9 @@ type Executor func(ctx context.Context, call *Call) (Result, error)
 type Tool struct {
 	Name        string
 	Description string
+	// Server names the upstream MCP server a gateway tool comes from
+	// (the policy's rules see it as server); "" for airlock's own tools.
+	Server string
 	// Schema is the bounded JSON Schema (2020-12) of the arguments: an
 	// object with no additional properties, every string with maxLength,
 	// every array with maxItems, every number with bounds. It is also what
@@ -349,9 +352,15 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
-// namePattern is what a tool name may look like: what MCP clients and
-// model APIs accept everywhere.
-var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+// namePattern is what a tool name may look like: what the model APIs
+// accept for a function's name (OpenAI's and Anthropic's
+// ^[a-zA-Z0-9_-]{1,64}$), starting with a letter. An upstream MCP tool,
+// whose name may also hold dots or be longer, is offered only when its
+// gateway name fits.
+var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+
+// ValidName reports whether name may be a tool's name.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Registry holds the tools by name. Register everything at start-up; after
 // that a Registry is read-only and safe for concurrent use.
@@ -367,7 +376,7 @@ func NewRegistry() *Registry { return &Registry{tools: map[string]*Tool{}} }
 func (r *Registry) Register(t Tool) error {
 	switch {
 	case !namePattern.MatchString(t.Name):
-		return fmt.Errorf("tool name %q: want lower case letters, digits and _, starting with a letter, at most 64", t.Name)
+		return fmt.Errorf("tool name %q: want letters, digits, _ and -, starting with a letter, at most 64", t.Name)
 	case r.tools[t.Name] != nil:
 		return fmt.Errorf("tool %q is already registered", t.Name)
 	case t.Risk < RiskLow || t.Risk > RiskHigh:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -19,7 +20,9 @@ func TestRegister(t *testing.T) {
 	}
 	bad := map[string]func(*Tool){
 		"duplicate":      func(t *Tool) {},
-		"upper case":     func(t *Tool) { t.Name = "Calc" },
+		"a dot":          func(t *Tool) { t.Name = "fs.read" },
+		"a digit first":  func(t *Tool) { t.Name = "1calc" },
+		"too long":       func(t *Tool) { t.Name = "a" + strings.Repeat("b", 64) },
 		"empty name":     func(t *Tool) { t.Name = "" },
 		"no risk":        func(t *Tool) { t.Name, t.Risk = "a", 0 },
 		"risk too high":  func(t *Tool) { t.Name, t.Risk = "b", RiskHigh+1 },
@@ -35,6 +38,12 @@ func TestRegister(t *testing.T) {
 		mutate(&tl)
 		if err := r.Register(tl); err == nil {
 			t.Errorf("%s: Register accepted %+v", name, tl)
+		}
+	}
+	// Upstream MCP tools keep their names: any case, - and _.
+	for _, name := range []string{"everything__get-sum", "mem__createEntities", "A" + strings.Repeat("b", 63)} {
+		if err := NewRegistry().Register(okTool(name)); err != nil {
+			t.Error(err)
 		}
 	}
 	pay := okTool("pay")
