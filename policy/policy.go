@@ -337,15 +337,12 @@ func (t TaintedEgress) problems() []string {
 		}
 	}
 	for _, name := range t.AllowTools {
-		if !toolName.MatchString(name) {
+		if !tool.ValidName(name) {
 			out = append(out, fmt.Sprintf("allow_tools %q is not a tool name", name))
 		}
 	}
 	return out
 }
-
-// toolName is what a tool may be called (as package tool requires).
-var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // AllowsHost reports whether host (a name or an address, any case) is
 // one the section lets a tainted session reach.
