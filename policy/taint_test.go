@@ -45,7 +45,7 @@ untrusted:
 		{`allow_hosts: [localhost]`, `too wide`},
 		{`allow_hosts: ["Evil.Example"]`, `want a lower-case host name`},
 		{`allow_hosts: ["https://x.example/"]`, `want a lower-case host name`},
-		{`allow_tools: ["Pay-Invoice"]`, `is not a tool name`},
+		{`allow_tools: ["pay.invoice"]`, `is not a tool name`},
 		{`allow_hosts: [` + strings.Repeat(`a.example, `, MaxTaintedEgress) + `b.example]`, `MaxTaintedEgress`},
 	} {
 		_, err := Parse([]byte("version: 1\nuntrusted:\n  tainted_egress:\n    "+c.entry+"\n"), "bad.yaml")
