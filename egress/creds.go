@@ -40,10 +40,18 @@ type Credential struct {
 	// AllowHTTP sends it over plain http too; by default only over https,
 	// where nobody on the way reads it.
 	AllowHTTP bool `yaml:"allow_http"`
+	// Server and Variable, instead of Host and Header, give the value to
+	// the gateway's stdio upstream Server as its environment variable
+	// Variable. egress itself never sends such an entry.
+	Server   string `yaml:"server"`
+	Variable string `yaml:"variable"`
 }
 
 // String names the credential without its value.
 func (c Credential) String() string {
+	if c.Server != "" {
+		return fmt.Sprintf("variable %s for server %s", c.Variable, c.Server)
+	}
 	return fmt.Sprintf("%s for %s", c.Header, c.Host)
 }
 
@@ -56,6 +64,16 @@ type credentials struct {
 func compileCredentials(in []Credential) (*credentials, error) {
 	cs := &credentials{}
 	for _, c := range in {
+		if c.Server != "" || c.Variable != "" {
+			if c.Server == "" || c.Variable == "" || c.Host != "" || c.Header != "" {
+				return nil, fmt.Errorf("egress: credential for server %q, variable %q: an upstream's variable names both server and variable, and no host or header", c.Server, c.Variable)
+			}
+			if c.Value == "" || strings.ContainsRune(c.Value, 0) {
+				return nil, fmt.Errorf("egress: credential for server %q, variable %q: the value is empty or holds NUL", c.Server, c.Variable)
+			}
+			cs.values = append(cs.values, c.Value) // masked wherever it surfaces, like every credential
+			continue
+		}
 		if c.Header == "" {
 			c.Header = "Authorization"
 		}
@@ -81,7 +99,8 @@ func compileCredentials(in []Credential) (*credentials, error) {
 }
 
 // LoadCredentials reads a credentials file: YAML (or JSON) with a list
-// under "credentials", each {host, header, value or env, allow_http}. The
+// under "credentials", each {host, header, value or env, allow_http}, or
+// {server, variable, value or env} for a gateway stdio upstream. The
 // file must not be readable by group or others. getenv resolves env
 // (os.Getenv when nil).
 func LoadCredentials(path string, getenv func(string) string) ([]Credential, error) {

@@ -141,12 +141,12 @@ func TestLoadCredentials(t *testing.T) {
 		return p
 	}
 	env := func(k string) string { return map[string]string{"GH": "Bearer from-env-123"}[k] }
-	good := write("good.yaml", "credentials:\n  - host: api.github.com\n    env: GH\n  - host: api.example.com\n    header: X-Key\n    value: literal-value\n", 0o600)
+	good := write("good.yaml", "credentials:\n  - host: api.github.com\n    env: GH\n  - host: api.example.com\n    header: X-Key\n    value: literal-value\n  - server: github\n    variable: GITHUB_TOKEN\n    env: GH\n", 0o600)
 	cs, err := LoadCredentials(good, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 2 || cs[0].Value != "Bearer from-env-123" || cs[1].Header != "X-Key" {
+	if len(cs) != 3 || cs[0].Value != "Bearer from-env-123" || cs[1].Header != "X-Key" || cs[2].Variable != "GITHUB_TOKEN" || cs[2].Value != "Bearer from-env-123" {
 		t.Fatalf("got %v", cs)
 	}
 	for name, tc := range map[string]struct {
@@ -159,6 +159,8 @@ func TestLoadCredentials(t *testing.T) {
 		"both.yaml":    {"credentials:\n  - host: a.com\n    env: GH\n    value: x\n", 0o600, "not both"},
 		"unknown.yaml": {"credentials:\n  - host: a.com\n    token: x\n", 0o600, "token"},
 		"wild.yaml":    {"credentials:\n  - host: '*.a.com'\n    value: xxxxxxxx\n", 0o600, "exact host"},
+		"half.yaml":    {"credentials:\n  - server: github\n    value: xxxxxxxx\n", 0o600, "names both server and variable"},
+		"mixed.yaml":   {"credentials:\n  - server: github\n    variable: T\n    host: a.com\n    value: xxxxxxxx\n", 0o600, "no host or header"},
 		"big.yaml":     {strings.Repeat("#", MaxCredentialsFileBytes+1), 0o600, "MaxCredentialsFileBytes"},
 	} {
 		_, err := LoadCredentials(write(name, tc.body, tc.mode), env)

@@ -460,6 +460,7 @@ func toolResult(res tool.Result) *sdk.CallToolResult {
 		Meta:              resultMeta(res),
 		Content:           []sdk.Content{&sdk.TextContent{Text: res.Content}},
 		StructuredContent: structured(res),
+		IsError:           res.IsError,
 	}
 }
 

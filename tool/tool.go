@@ -290,6 +290,11 @@ type Result struct {
 	// envelopes apply to Content alone. Nil means the door makes its own
 	// object around Content.
 	Structured json.RawMessage `json:"-"`
+	// IsError says the tool ran and reports, in its own words in
+	// Content, that it failed (an upstream MCP tool's isError result):
+	// the gate handles that content like any result's (redaction, scan,
+	// envelope), and a door shows it as a tool error.
+	IsError bool `json:"is_error,omitempty"`
 	// Changes, set by a tool that ran on a copy-on-write view of the
 	// workspace, are its changes not yet applied: the gate applies, holds
 	// or discards them before the caller sees the result.
