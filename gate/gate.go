@@ -208,6 +208,13 @@ func (g *Gate) Tools() []*tool.Tool {
 	return out
 }
 
+// Lists reports whether a caller of role, in mode, is shown the tool t:
+// the policy's bound for the role allows its risk and no rule over its
+// shape denies it (policy.Lists).
+func (g *Gate) Lists(ctx context.Context, t *tool.Tool, role, mode string) bool {
+	return g.opts.Policy.Lists(ctx, policy.Input{Tool: t.Name, Server: t.Server, Risk: t.Risk, Effect: t.Effect, Role: role, Mode: mode})
+}
+
 // Call runs one call through every stage and returns what the caller sees.
 func (g *Gate) Call(ctx context.Context, c tool.Call) tool.Result {
 	return g.run(ctx, c, true)

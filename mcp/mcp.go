@@ -143,6 +143,10 @@ type Options struct {
 	// workspace). The gate given to NewServer then only lists the tools.
 	// An error refuses the call with its message.
 	GateFor func(ctx context.Context, ss *sdk.ServerSession) (*gate.Gate, error)
+	// Visible, when set, says whether tools/list shows a tool, beside the
+	// caller's role: the gateway hides an upstream tool whose definition
+	// changed or was flagged. A hidden tool's call still goes to the gate.
+	Visible func(name string) bool
 }
 
 // withDefaults returns a copy of opts with every zero field filled in.
@@ -193,7 +197,7 @@ type server struct {
 	tokenRoles bool
 	// tools are the names tools/list shows; a call of any other name
 	// goes to the gate too, which refuses it as a tool result.
-	tools map[string]bool
+	tools map[string]*tool.Tool
 	// stateKey signs the request state of an approval question (see
 	// approval.go): random per server, so a state from another process,
 	// or made up by a client, is refused; with HTTPOptions.Replicas the
@@ -249,7 +253,7 @@ func (s *server) nextStep(ctx context.Context, ss *sdk.ServerSession, session st
 // newServer returns the server; stateKey signs request states, and nil
 // means a random one.
 func newServer(g *gate.Gate, opts *Options, tokenRoles bool, stateKey []byte) *sdk.Server {
-	s := &server{gate: g, opts: opts.withDefaults(), tokenRoles: tokenRoles, tools: map[string]bool{}, stateKey: stateKey}
+	s := &server{gate: g, opts: opts.withDefaults(), tokenRoles: tokenRoles, tools: map[string]*tool.Tool{}, stateKey: stateKey}
 	if s.stateKey == nil {
 		s.stateKey = make([]byte, stateKeyBytes)
 		rand.Read(s.stateKey) // never fails (crypto/rand, Go 1.24 and later)
@@ -296,7 +300,7 @@ func (s *server) addTool(srv *sdk.Server, t *tool.Tool) {
 			OpenWorldHint:   &openWorld,
 		},
 	}, s.handle)
-	s.tools[t.Name] = true
+	s.tools[t.Name] = t
 }
 
 // receive is the server's receiving middleware. A tools/call of a tool
@@ -308,11 +312,18 @@ func (s *server) addTool(srv *sdk.Server, t *tool.Tool) {
 // with a JSON-RPC error.
 func (s *server) receive(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if method == "tools/list" {
+			res, err := next(ctx, method, req)
+			if list, ok := res.(*sdk.ListToolsResult); ok && err == nil {
+				return s.list(ctx, req, list), nil
+			}
+			return res, err
+		}
 		call, ok := req.(*sdk.CallToolRequest)
 		if method != "tools/call" || !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
-		if !s.tools[call.Params.Name] {
+		if s.tools[call.Params.Name] == nil {
 			return s.handle(ctx, call)
 		}
 		q := new(question)
@@ -390,7 +401,7 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		Role:    who.role,
 		Mode:    s.opts.Mode,
 	}
-	res := callGate(ctx, g, call)
+	res := callGate(context.WithValue(ctx, clientKey{}, req.Session), g, call)
 	if res.Error != nil && res.Error.Code == tool.CodeApprovalRequired && res.Approval != nil &&
 		s.opts.Decide != nil && canElicit(req.Session) {
 		call.ID = res.CallID
@@ -414,15 +425,35 @@ type caller struct {
 
 // caller returns the caller: the token's role on HTTP with tokens, else
 // Options.Role.
-func (s *server) caller(req *sdk.CallToolRequest) (caller, bool) {
+func (s *server) caller(req sdk.Request) (caller, bool) {
 	if !s.tokenRoles {
 		return caller{role: s.opts.Role}, true
 	}
-	if req.Extra == nil || req.Extra.TokenInfo == nil {
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
 		return caller{}, false
 	}
-	role, ok := req.Extra.TokenInfo.Extra[roleExtraKey].(string)
-	return caller{role: role, principal: req.Extra.TokenInfo.UserID}, ok && role != ""
+	role, ok := extra.TokenInfo.Extra[roleExtraKey].(string)
+	return caller{role: role, principal: extra.TokenInfo.UserID}, ok && role != ""
+}
+
+// list filters a tools/list result to the tools the caller may see: those
+// its role may call (gate.Lists), and that Options.Visible shows.
+func (s *server) list(ctx context.Context, req sdk.Request, res *sdk.ListToolsResult) *sdk.ListToolsResult {
+	who, ok := s.caller(req)
+	out := *res
+	out.Tools = nil
+	if !ok {
+		return &out
+	}
+	for _, t := range res.Tools {
+		gt, known := s.tools[t.Name]
+		if !known || !s.gate.Lists(ctx, gt, who.role, s.opts.Mode) || (s.opts.Visible != nil && !s.opts.Visible(t.Name)) {
+			continue
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	return &out
 }
 
 // sessionID returns the session id the replica layer verified

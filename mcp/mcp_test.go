@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -194,6 +195,41 @@ func probe(t *testing.T, res *sdk.CallToolResult) probeSeen {
 		t.Fatalf("probe result %q: %v", text(res), err)
 	}
 	return p
+}
+
+// TestListToolsByRole checks that tools/list shows a caller only the
+// tools its role may call, and none that Options.Visible hides; a hidden
+// tool's call is still answered by the gate.
+func TestListToolsByRole(t *testing.T) {
+	f := newFixture(t)
+	names := func(opts *mcp.Options) []string {
+		res, err := connect(t, f.gate, opts, nil).ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tl := range res.Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+	viewer := names(&mcp.Options{Role: "viewer"})
+	for _, tl := range f.gate.Tools() {
+		if shown := slices.Contains(viewer, tl.Name); shown != (tl.Risk == tool.RiskLow) {
+			t.Errorf("viewer: %s (risk %s) shown = %v", tl.Name, tl.Risk, shown)
+		}
+	}
+	if operator := names(&mcp.Options{Role: "operator"}); !slices.Contains(operator, "write_file") || len(operator) <= len(viewer) {
+		t.Errorf("operator sees %v; want the medium-risk tools too", operator)
+	}
+	hidden := names(&mcp.Options{Role: "operator", Visible: func(name string) bool { return name != "calculate" }})
+	if slices.Contains(hidden, "calculate") || !slices.Contains(hidden, "read_file") {
+		t.Errorf("with calculate hidden, tools/list = %v", hidden)
+	}
+	cs := connect(t, f.gate, &mcp.Options{Role: "viewer"}, nil)
+	if res := callTool(t, cs, "write_file", map[string]any{"path": "a.txt", "content": "x"}); !res.IsError || structured(t, res)["code"] != string(tool.CodeRoleNotAllowed) {
+		t.Errorf("a viewer's call of an unlisted tool: %s", text(res))
+	}
 }
 
 func TestListTools(t *testing.T) {

@@ -18,6 +18,12 @@ import (
 const maxEcho = 64
 
 func (c *compiled) decide(ctx context.Context, in *Input) Decision {
+	return c.decideOn(ctx, in, false)
+}
+
+// decideOn decides; shapeOnly leaves out the rules that read the
+// arguments or the session, for a decision about a tool rather than a call.
+func (c *compiled) decideOn(ctx context.Context, in *Input, shapeOnly bool) Decision {
 	roleName := in.Role
 	if roleName == "" {
 		roleName = DefaultRole
@@ -61,6 +67,9 @@ func (c *compiled) decide(ctx context.Context, in *Input) Decision {
 	// outcome, and the first one in order names it.
 	var best *Decision
 	for _, rl := range c.rules {
+		if shapeOnly && !rl.shapeOnly {
+			continue
+		}
 		hit, err := rl.evalShape(ctx, vars, roleName, modeName)
 		if err != nil {
 			return rl.fail(err)

@@ -448,3 +448,49 @@ func TestAction(t *testing.T) {
 		}
 	}
 }
+
+// TestLists checks which tools a role is shown: the role's bound and the
+// rules over the tool's shape decide; rules over arguments and the mode's
+// table do not.
+func TestLists(t *testing.T) {
+	p := rulesPolicy(t, `
+rules:
+  - id: no-deletes
+    when: server == "github" && tool == "github__delete_repo"
+    decision: deny
+    message: no deletes
+    hint: delete on github.com
+  - id: no-env
+    when: has(args.path) && args.path == ".env"
+    decision: deny
+    message: no secrets
+    hint: read another file
+`)
+	in := func(name, server string, r tool.Risk, e tool.Effect, role, mode string) Input {
+		return Input{Tool: name, Server: server, Risk: r, Effect: e, Role: role, Mode: mode}
+	}
+	tests := []struct {
+		name string
+		in   Input
+		want bool
+	}{
+		{"viewer, low", in("read_file", "", tool.RiskLow, tool.EffectRead, "viewer", ""), true},
+		{"viewer, medium", in("write_file", "", tool.RiskMedium, tool.EffectWrite, "viewer", ""), false},
+		{"operator, medium", in("write_file", "", tool.RiskMedium, tool.EffectWrite, "operator", ""), true},
+		{"operator, high", in("run_command", "", tool.RiskHigh, tool.EffectWrite, "operator", ""), false},
+		{"admin, high", in("run_command", "", tool.RiskHigh, tool.EffectWrite, "admin", ""), true},
+		{"a rule over the shape hides", in("github__delete_repo", "github", tool.RiskLow, tool.EffectWrite, "admin", "auto"), false},
+		{"the same name elsewhere", in("github__delete_repo", "gitlab", tool.RiskLow, tool.EffectWrite, "admin", "auto"), true},
+		{"a rule over arguments does not hide", in("read_file", "", tool.RiskLow, tool.EffectRead, "operator", ""), true},
+		{"a mode that denies the effect does not hide", in("write_file", "", tool.RiskMedium, tool.EffectWrite, "operator", "read-only"), true},
+		{"an unknown role sees nothing", in("read_file", "", tool.RiskLow, tool.EffectRead, "nobody", ""), false},
+	}
+	for _, tt := range tests {
+		if got := p.Lists(context.Background(), tt.in); got != tt.want {
+			t.Errorf("%s: Lists = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if (*Policy)(nil).Lists(context.Background(), Input{Tool: "t", Risk: tool.RiskLow, Effect: tool.EffectRead}) {
+		t.Error("no policy lists a tool")
+	}
+}

@@ -405,6 +405,24 @@ func (p *Policy) Decide(ctx context.Context, in Input) Decision {
 	return p.c.decide(ctx, &in)
 }
 
+// Lists reports whether a caller of in.Role is shown the tool that in
+// describes (its name, server, risk and effect; Args and Session are not
+// read): its role's bound allows the tool's risk, and no rule that depends
+// only on the tool, the role and the mode denies it. A rule over the
+// arguments or the session may still deny a call of it; a mode that
+// denies its effect still shows it, since a person may change the mode.
+func (p *Policy) Lists(ctx context.Context, in Input) bool {
+	if p == nil || p.c == nil {
+		return false
+	}
+	in.Args, in.Session = nil, ""
+	if in.Mode == "" || p.c.modes[in.Mode] == nil {
+		in.Mode = p.c.defaultMode
+	}
+	d := p.c.decideOn(ctx, &in, true)
+	return d.Action != Deny || d.Rule == "mode:"+in.Mode
+}
+
 // noPolicy is the decision of the zero Policy.
 var noPolicy = Decision{
 	Action: Deny,
