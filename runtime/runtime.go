@@ -100,6 +100,14 @@ type Config struct {
 	LedgerLease time.Duration
 	// Tools are added to the built-in tools.
 	Tools []tool.Tool
+	// NoBuiltins leaves airlock's own tools out: a gateway that offers
+	// only its upstream servers' tools.
+	NoBuiltins bool
+	// Upstream, when set, adds the tools it returns once the store is
+	// open: the gateway's upstream tools, whose pins the store holds. It
+	// gets the runtime opened so far (Store, Policy, Workspace) and the
+	// redactor the gate will use; what it opens, it closes itself.
+	Upstream func(ctx context.Context, rt *Runtime, rd *redact.Redactor) ([]tool.Tool, error)
 }
 
 // Runtime is an open runtime: the gate, and what it was built from.
@@ -179,6 +187,17 @@ func (rt *Runtime) open(ctx context.Context, cfg *Config) (err error) {
 	if err != nil {
 		return err
 	}
+	if cfg.Upstream != nil {
+		more, err := cfg.Upstream(ctx, rt, rd)
+		if err != nil {
+			return err
+		}
+		for _, t := range more {
+			if err := reg.Register(t); err != nil {
+				return err
+			}
+		}
+	}
 	protected := rt.Policy.Protected().WithOwn(ownFiles(rt.Workspace.Dir(), cfg))
 	rt.Gate, err = gate.New(reg, &gate.Options{
 		Policy: rt.Policy, Workspace: rt.Workspace, Protected: protected,
@@ -235,9 +254,9 @@ func (rt *Runtime) registry(cfg *Config) (*tool.Registry, error) {
 	return reg, nil
 }
 
-// Registry holds the built-in tools: calculate, web_fetch, run_command,
-// the file tools on ws, faq_lookup when cfg names an index, and
-// cfg.Tools. It returns web_fetch's egress client and, with
+// Registry holds the built-in tools (calculate, web_fetch, run_command,
+// the file tools on ws) unless cfg.NoBuiltins, faq_lookup when cfg names
+// an index, and cfg.Tools. It returns web_fetch's egress client and, with
 // CommandNetworkProxy, the egress proxy it started, which the caller
 // closes (also when err is not nil). A nil ws gives a registry whose
 // file tools refuse every call: enough to list the tools.
@@ -276,8 +295,11 @@ func Registry(cfg *Config, ws *workspace.Workspace) (*tool.Registry, *egress.Cli
 	// Commands run on a copy-on-write view of the workspace, so that
 	// their changes can be reviewed and rolled back.
 	cmdOpts.Workspace = ws
-	list := append([]tool.Tool{tools.Calculate(), tools.WebFetch(fetcher),
-		tools.RunCommand(LazySandbox(cfg.Sandbox), ws.Dir(), &cmdOpts)}, tools.FileTools(ws)...)
+	var list []tool.Tool
+	if !cfg.NoBuiltins {
+		list = append([]tool.Tool{tools.Calculate(), tools.WebFetch(fetcher),
+			tools.RunCommand(LazySandbox(cfg.Sandbox), ws.Dir(), &cmdOpts)}, tools.FileTools(ws)...)
+	}
 	if cfg.FAQ != "" {
 		faq, err := tools.LoadFAQ(cfg.FAQ)
 		if err != nil {

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"airlock.dev/airlock/audit"
+	"airlock.dev/airlock/redact"
 	"airlock.dev/airlock/runtime"
 	"airlock.dev/airlock/tool"
 )
@@ -114,5 +116,44 @@ func TestKillSwitchEveryDoor(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ws, name)); (err == nil) != want {
 			t.Errorf("%s exists: %v, want %v", name, err == nil, want)
 		}
+	}
+}
+
+// TestUpstreamTools: Config.Upstream adds tools made with the open store,
+// NoBuiltins leaves airlock's own out, and an Upstream error leaves
+// nothing open.
+func TestUpstreamTools(t *testing.T) {
+	ws := t.TempDir()
+	var sawStore bool
+	echo := tool.Tool{Name: "up__echo", Server: "up", Description: "echoes", Risk: tool.RiskLow, Effect: tool.EffectRead,
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"s":{"type":"string","maxLength":10}}}`),
+		Run: func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			return tool.Result{Content: string(c.Args)}, nil
+		}}
+	rt := open(t, runtime.Config{Workspace: ws, NoBuiltins: true,
+		Upstream: func(ctx context.Context, rt *runtime.Runtime, rd *redact.Redactor) ([]tool.Tool, error) {
+			sawStore = rt.Store != nil && rd != nil
+			return []tool.Tool{echo}, nil
+		}})
+	defer rt.Close()
+	if !sawStore {
+		t.Error("Upstream was called without the store or the redactor")
+	}
+	var names []string
+	for _, tl := range rt.Gate.Tools() {
+		names = append(names, tl.Name)
+	}
+	if len(names) != 1 || names[0] != "up__echo" {
+		t.Errorf("tools = %v, want only up__echo", names)
+	}
+	if res := rt.Gate.Call(context.Background(), tool.Call{Tool: "up__echo", Args: json.RawMessage(`{"s":"hi"}`)}); res.Error != nil {
+		t.Errorf("up__echo: %+v", res.Error)
+	}
+	_, err := runtime.Open(context.Background(), &runtime.Config{Workspace: t.TempDir(), ApprovalKey: []byte("k"),
+		Upstream: func(context.Context, *runtime.Runtime, *redact.Redactor) ([]tool.Tool, error) {
+			return nil, errors.New("no upstream")
+		}})
+	if err == nil || !strings.Contains(err.Error(), "no upstream") {
+		t.Errorf("an Upstream error: %v", err)
 	}
 }
