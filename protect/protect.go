@@ -203,6 +203,7 @@ type Own struct {
 	Policy      string // the policy file (runtime.Config.Policy); "" for none
 	Credentials string // the credentials file (runtime.Config.Credentials); "" for none
 	Config      string // airlock's config file (airlock.yaml); "" for none
+	Upstreams   string // the gateway's upstream servers file; "" for none
 }
 
 // WithOwn returns a copy of l that also denies writing the files of own
@@ -216,6 +217,7 @@ func (l *List) WithOwn(own Own) *List {
 	ws := filepath.Clean(own.Workspace)
 	for _, f := range []struct{ file, what string }{
 		{own.Policy, "airlock's policy file"}, {own.Credentials, "airlock's credentials file"}, {own.Config, "airlock's config file"},
+		{own.Upstreams, "the gateway's file of upstream servers"},
 	} {
 		if f.file == "" || !filepath.IsAbs(f.file) {
 			continue

@@ -139,11 +139,13 @@ func TestWithOwn(t *testing.T) {
 		Policy:      "/home/u/proj/airlock-policy.yaml",
 		Credentials: "/home/u/proj/secrets/creds[1].yaml",
 		Config:      "/home/u/.config/airlock/airlock.yaml", // outside: nothing to add
+		Upstreams:   "/home/u/proj/gateway.yaml",
 	})
 	checkAll(t, l, map[string]want{
 		"airlock-policy.yaml":     {protect.Deny, "airlock-policy.yaml"},
 		"./AIRLOCK-POLICY.yaml":   {protect.Deny, "airlock-policy.yaml"},
 		"secrets/creds[1].yaml":   {protect.Deny, "secrets/creds[1].yaml"},
+		"gateway.yaml":            {protect.Deny, "gateway.yaml"},
 		"secrets/creds1.yaml":     {protect.Allow, ""}, // the name is matched exactly, not as a glob
 		"sub/airlock-policy.yaml": {protect.Allow, ""}, // anchored at the root
 		"airlock-policy.yaml.bak": {protect.Allow, ""},

@@ -100,6 +100,9 @@ type Config struct {
 	LedgerLease time.Duration
 	// Tools are added to the built-in tools.
 	Tools []tool.Tool
+	// Upstreams is the gateway's file of upstream servers, if any: like
+	// ConfigFile, never written through a tool.
+	Upstreams string
 	// NoBuiltins leaves airlock's own tools out: a gateway that offers
 	// only its upstream servers' tools.
 	NoBuiltins bool
@@ -226,7 +229,7 @@ func ownFiles(ws string, cfg *Config) protect.Own {
 		}
 		return p
 	}
-	return protect.Own{Workspace: abs(ws), Policy: abs(cfg.Policy), Credentials: abs(cfg.Credentials), Config: abs(cfg.ConfigFile)}
+	return protect.Own{Workspace: abs(ws), Policy: abs(cfg.Policy), Credentials: abs(cfg.Credentials), Config: abs(cfg.ConfigFile), Upstreams: abs(cfg.Upstreams)}
 }
 
 // Close closes everything Open opened, the last opened first, and
