@@ -155,16 +155,8 @@ func (w *walker) object(ptr string, s map[string]any, needBound bool) {
 	if w.err != nil {
 		return
 	}
-	_, hasEnum := s["enum"]
-	_, hasConst := s["const"]
-	_, hasRef := s["$ref"]
-	_, hasType := s["type"]
-	combinators := false
-	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
-		if _, ok := s[k]; ok {
-			combinators = true
-		}
-	}
+	by := boundsOf(s)
+	hasEnum, hasConst, hasRef, hasType, combinators := by.enum, by.constant, by.ref, by.typ, by.combinators
 	switch {
 	case !needBound:
 	case hasEnum || hasConst, hasRef:
@@ -223,6 +215,26 @@ func (w *walker) object(ptr string, s map[string]any, needBound bool) {
 	}
 }
 
+// bounders says which keywords of a schema object may bound its value.
+type bounders struct {
+	enum, constant, ref, typ bool
+	combinators              bool // anyOf, oneOf or allOf
+}
+
+func boundsOf(s map[string]any) bounders {
+	var b bounders
+	_, b.enum = s["enum"]
+	_, b.constant = s["const"]
+	_, b.ref = s["$ref"]
+	_, b.typ = s["type"]
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		if _, ok := s[k]; ok {
+			b.combinators = true
+		}
+	}
+	return b
+}
+
 // keywords checks what must hold of any schema object, bounded or not.
 func (w *walker) keywords(ptr string, s map[string]any) {
 	if v, ok := s["$schema"]; ok {
@@ -269,19 +281,10 @@ func (w *walker) keywords(ptr string, s map[string]any) {
 
 // types checks the bounds the schema's types call for.
 func (w *walker) types(ptr string, s map[string]any) {
-	var names []string
-	switch t := s["type"].(type) {
-	case string:
-		names = []string{t}
-	case []any:
-		for _, n := range t {
-			str, ok := n.(string)
-			if !ok {
-				w.fail(ptr+"/type", "type must be a string or a list of strings")
-				return
-			}
-			names = append(names, str)
-		}
+	names, ok := typeNames(s["type"])
+	if !ok {
+		w.fail(ptr+"/type", "type must be a string or a list of strings")
+		return
 	}
 	if len(names) == 0 {
 		w.fail(ptr+"/type", "type must be a string or a non-empty list of strings")
@@ -314,6 +317,24 @@ func (w *walker) types(ptr string, s map[string]any) {
 			w.fail(ptr+"/type", "unknown type %q", name)
 		}
 	}
+}
+
+// typeNames reads the value of "type": one name or a list of names. ok
+// is false when a list holds something other than a string.
+func typeNames(v any) (names []string, ok bool) {
+	switch t := v.(type) {
+	case string:
+		return []string{t}, true
+	case []any:
+		for _, n := range t {
+			str, isString := n.(string)
+			if !isString {
+				return nil, false
+			}
+			names = append(names, str)
+		}
+	}
+	return names, true
 }
 
 // each walks the schemas of an object-valued keyword.

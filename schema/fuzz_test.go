@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -128,6 +129,50 @@ func FuzzWithinLimits(f *testing.F) {
 			if got, err := decodeJSON(data, lim); err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("decodeJSON(%q) = %#v, %v; the token decoder gives %#v", data, got, err, want)
 			}
+		}
+	})
+}
+
+// FuzzBound checks, on any schema document, that Bound does not fault
+// (its recover would turn a panic into an "internally" error), and that
+// whatever it returns is a bounded schema that Compile accepts, the same
+// bytes every time, and one that Bound leaves as it is. The seeds are
+// every schema in testdata/upstream; crashers are kept in
+// testdata/fuzz/FuzzBound.
+func FuzzBound(f *testing.F) {
+	tools := loadUpstream(f)
+	for _, name := range sortedKeys(tools) {
+		f.Add([]byte(tools[name]))
+	}
+	for _, s := range []string{
+		`{}`, `true`, `false`, `[]`, `{"type":"string"}`,
+		`{"type":"object","properties":{"a":{"$ref":"#/definitions/a"}},"definitions":{"a":{"$ref":"#/definitions/a"}}}`,
+		`{"type":"object","properties":{"a":{"$ref":"https://example.com/x"}}}`,
+		`{"type":"object","not":{"additionalProperties":{"type":"string"}},"if":{"format":"x"},"then":{"$ref":"#"}}`,
+		`{"type":"object","properties":{"t":{"type":"array","items":[{"$ref":"#/properties/t/items/1"},{}],"additionalItems":true}}}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","properties":{"n":{"type":"integer","minimum":1,"exclusiveMinimum":true}},"dependencies":{"n":{"oneOf":[{"format":"q"},{}]}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		out, err := Bound(doc, nil)
+		if err != nil {
+			if strings.Contains(err.Error(), "internally") {
+				t.Fatalf("Bound(%s) faulted: %v", doc, err)
+			}
+			return
+		}
+		if err := CheckBounded(out); err != nil {
+			t.Fatalf("Bound(%s) = %s, which CheckBounded refuses: %v", doc, out, err)
+		}
+		if _, err := Compile("fuzz", out, nil); err != nil {
+			t.Fatalf("Bound(%s) = %s, which Compile refuses: %v", doc, out, err)
+		}
+		if again, err := Bound(doc, nil); err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("Bound(%s) is not deterministic: %s, then %s (%v)", doc, out, again, err)
+		}
+		if twice, err := Bound(out, nil); err != nil || !bytes.Equal(twice, out) {
+			t.Fatalf("Bound(Bound(%s)) = %s (%v), want %s", doc, twice, err, out)
 		}
 	})
 }
