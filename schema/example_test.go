@@ -46,3 +46,32 @@ func ExampleCheckBounded() {
 	// Output:
 	// /properties/query: string without maxLength
 }
+
+func ExampleBound() {
+	// The input schema of an upstream MCP server's tool, as zod emits it:
+	// draft-07, no bounds, open to unlisted keys.
+	upstream := json.RawMessage(`{
+		"$schema": "http://json-schema.org/draft-07/schema#",
+		"type": "object",
+		"properties": {"path": {"type": "string"}, "head": {"type": "number"}},
+		"required": ["path"]
+	}`)
+	doc, err := schema.Bound(upstream, &schema.Bounds{MaxString: 8})
+	if err != nil {
+		fmt.Println("tool hidden:", err)
+		return
+	}
+	s, err := schema.Compile("read_file", doc, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Validate(json.RawMessage(`{"path":"a.txt","head":10,"extra":true}`)) == nil)
+	for _, args := range []string{`{"head":10}`, `{"path":"a-long-name.txt"}`} {
+		fmt.Println(s.Validate(json.RawMessage(args)).Violations[0].Message)
+	}
+	// Output:
+	// true
+	// required property is missing
+	// too long: 15 characters, want at most 8 (maxLength)
+}

@@ -20,6 +20,11 @@
 //		return tool.Result{Error: terr}
 //	}
 //
+// Bound turns the input schema of an upstream MCP server's tool, which is
+// seldom bounded, into a bounded schema that accepts the same arguments
+// within airlock's bounds (Bounds); a schema it cannot turn so is refused,
+// and the tool is not offered.
+//
 // Two formats are asserted beyond the standard ones: FormatRelativePath
 // and FormatHTTPURL.
 package schema
