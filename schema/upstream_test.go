@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -361,6 +362,11 @@ func TestBoundRewrites(t *testing.T) {
 // TestBoundRefuses checks what Bound refuses and that the error names
 // the place.
 func TestBoundRefuses(t *testing.T) {
+	var props []string
+	for i := range UpstreamMaxSchemas {
+		props = append(props, fmt.Sprintf(`"p%05d":{}`, i))
+	}
+	many := `{"type":"object","properties":{` + strings.Join(props, ",") + `}}`
 	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 80) + `{}` + strings.Repeat(`}}`, 80)
 	tests := []struct {
 		name string
@@ -392,6 +398,7 @@ func TestBoundRefuses(t *testing.T) {
 		{"bad pattern", `{"type":"object","properties":{"x":{"type":"string","pattern":"("}}}`, "-", "does not compile"},
 		{"too deep", deep, "-", "MaxSchemaDepth"},
 		{"too large", `{"type":"object","description":"` + strings.Repeat("x", MaxSchemaBytes) + `"}`, "-", "MaxSchemaBytes"},
+		{"too many schemas", many, fmt.Sprintf("/properties/p%05d", UpstreamMaxSchemas-1), "UpstreamMaxSchemas"},
 		{"too many values", `{"type":"object","enum":[` + strings.Repeat(`0,`, MaxSchemaValues) + `0]}`, "-", "MaxSchemaValues"},
 	}
 	for _, tt := range tests {
