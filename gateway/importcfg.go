@@ -108,32 +108,35 @@ func (w ImportWarning) String() string {
 // {server, variable} sets a stdio server's environment variable,
 // {host, header} an HTTP server's header; Value holds the secret itself
 // and Env names the variable of airlock's environment to read it from
-// instead.
+// instead. AllowHTTP is set for a server reached over plain http, since
+// a header credential is otherwise sent over https only.
 type SuggestedCredential struct {
-	Server   string
-	Variable string
-	Host     string
-	Header   string
-	Value    redact.Secret
-	Env      string
+	Server    string
+	Variable  string
+	Host      string
+	Header    string
+	Value     redact.Secret
+	Env       string
+	AllowHTTP bool
 }
 
 // CredentialsYAML writes creds as a credentials file, values in clear:
 // the caller writes it to a file of mode 0600, never to the terminal.
 func CredentialsYAML(creds []SuggestedCredential) ([]byte, error) {
 	type entry struct {
-		Server   string `yaml:"server,omitempty"`
-		Variable string `yaml:"variable,omitempty"`
-		Host     string `yaml:"host,omitempty"`
-		Header   string `yaml:"header,omitempty"`
-		Value    string `yaml:"value,omitempty"`
-		Env      string `yaml:"env,omitempty"`
+		Server    string `yaml:"server,omitempty"`
+		Variable  string `yaml:"variable,omitempty"`
+		Host      string `yaml:"host,omitempty"`
+		Header    string `yaml:"header,omitempty"`
+		Value     string `yaml:"value,omitempty"`
+		Env       string `yaml:"env,omitempty"`
+		AllowHTTP bool   `yaml:"allow_http,omitempty"`
 	}
 	doc := struct {
 		Credentials []entry `yaml:"credentials"`
 	}{Credentials: []entry{}}
 	for _, c := range creds {
-		doc.Credentials = append(doc.Credentials, entry{c.Server, c.Variable, c.Host, c.Header, c.Value.Reveal(), c.Env})
+		doc.Credentials = append(doc.Credentials, entry{c.Server, c.Variable, c.Host, c.Header, c.Value.Reveal(), c.Env, c.AllowHTTP})
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
@@ -826,6 +829,9 @@ func (im *importer) http(name string, r *reader, s *Server, rawURL string, warns
 			creds = append(creds, SuggestedCredential{Host: host, Header: "Authorization", Value: redact.Secret("Bearer " + v)})
 			*warns = append(*warns, "bearer_token is a secret: it is in the suggested credentials, not the gateway config")
 		}
+	}
+	for i := range creds {
+		creds[i].AllowHTTP = parsed.Scheme == "http"
 	}
 	for _, k := range []string{"oauth", "oauth_resource", "scopes", "headersHelper", "auth", "authProviderType", "targetAudience", "targetServiceAccount"} {
 		if _, ok := r.m[k]; ok {

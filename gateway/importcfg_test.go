@@ -13,6 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/redact"
 )
 
@@ -282,6 +283,13 @@ func TestImportExamples(t *testing.T) {
 			data:   "[mcp_servers.a]\nurl = \"https://h.example/mcp\"\nbearer_token = \"abc123abc123\"\n",
 			want:   map[string]*Server{"a": {URL: "https://h.example/mcp"}},
 			creds:  []SuggestedCredential{{Host: "h.example", Header: "Authorization", Value: "Bearer abc123abc123"}},
+		},
+		{
+			name:   "a header credential for a plain-http server allows http",
+			client: ClientCodex,
+			data:   "[mcp_servers.a]\nurl = \"http://localhost:8931/mcp\"\nenv_http_headers = { \"X-Token\" = \"LOCAL_TOKEN\" }\n",
+			want:   map[string]*Server{"a": {URL: "http://localhost:8931/mcp"}},
+			creds:  []SuggestedCredential{{Host: "localhost", Header: "X-Token", Env: "LOCAL_TOKEN", AllowHTTP: true}},
 		},
 		{
 			name:   "a wrongly typed field skips that server only",
@@ -590,6 +598,44 @@ func TestCredentialsYAML(t *testing.T) {
 	}
 	if s := fmt.Sprint(creds); strings.Contains(s, "ghp_") {
 		t.Errorf("printing the credentials shows the secret: %s", s)
+	}
+}
+
+// TestCredentialsYAMLLoads reads what each fixture suggests back with
+// egress.LoadCredentials, the reader of the credentials file.
+func TestCredentialsYAMLLoads(t *testing.T) {
+	getenv := func(name string) string { return "value-of-" + name }
+	n := 0
+	for client, files := range importFixtures(t) {
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			im, err := Import(client, data, importOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := CredentialsYAML(im.Credentials)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "credentials.yaml")
+			if err := os.WriteFile(path, y, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := egress.LoadCredentials(path, getenv)
+			if err != nil {
+				t.Fatalf("%s: the suggested credentials do not load: %v\n%s", file, err, y)
+			}
+			if len(got) != len(im.Credentials) {
+				t.Fatalf("%s: %d credentials loaded, %d suggested", file, len(got), len(im.Credentials))
+			}
+			n += len(got)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no fixture suggests a credential")
 	}
 }
 
