@@ -43,6 +43,24 @@ func importFixtures(t testing.TB) map[string][]string {
 	return out
 }
 
+// importEachFixture imports each fixture and hands fn the file, its
+// bytes and what Import made of them.
+func importEachFixture(t *testing.T, fn func(file string, data []byte, im Imported)) {
+	for client, files := range importFixtures(t) {
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			im, err := Import(client, data, importOpts)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			fn(file, data, im)
+		}
+	}
+}
+
 // renderImport shows an import as the golden files hold it: the gateway
 // config as written, the suggested credentials with values masked, and
 // the warnings.
@@ -168,44 +186,34 @@ var fixtureSecrets = []string{
 // took out.
 func TestImportKeepsSecretsOut(t *testing.T) {
 	found := map[string]bool{}
-	for client, files := range importFixtures(t) {
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
+	importEachFixture(t, func(file string, data []byte, im Imported) {
+		cfg, err := (&Config{Version: 1, Servers: im.Servers}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range fixtureSecrets {
+			if strings.Contains(string(data), s) {
+				found[s] = true
 			}
-			im, err := Import(client, data, importOpts)
-			if err != nil {
-				t.Fatal(err)
+			if strings.Contains(string(cfg), s) {
+				t.Errorf("%s: the gateway config holds a secret of the fixture", file)
 			}
-			cfg, err := (&Config{Version: 1, Servers: im.Servers}).Marshal()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range fixtureSecrets {
-				if strings.Contains(string(data), s) {
-					found[s] = true
-				}
-				if strings.Contains(string(cfg), s) {
-					t.Errorf("%s: the gateway config holds a secret of the fixture", file)
-				}
-				for _, w := range im.Warnings {
-					if strings.Contains(w.String(), s) {
-						t.Errorf("%s: warning %q holds a secret of the fixture", file, w)
-					}
-				}
-			}
-			creds, err := CredentialsYAML(im.Credentials)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range fixtureSecrets {
-				if strings.Contains(string(data), s) && !strings.Contains(string(creds), s) {
-					t.Errorf("%s: a secret of the fixture is in neither the config nor the suggested credentials", file)
+			for _, w := range im.Warnings {
+				if strings.Contains(w.String(), s) {
+					t.Errorf("%s: warning %q holds a secret of the fixture", file, w)
 				}
 			}
 		}
-	}
+		creds, err := CredentialsYAML(im.Credentials)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range fixtureSecrets {
+			if strings.Contains(string(data), s) && !strings.Contains(string(creds), s) {
+				t.Errorf("%s: a secret of the fixture is in neither the config nor the suggested credentials", file)
+			}
+		}
+	})
 	for _, s := range fixtureSecrets {
 		if !found[s] {
 			t.Errorf("no fixture holds secret %.8s...: the test checks nothing for it", s)
@@ -606,34 +614,24 @@ func TestCredentialsYAML(t *testing.T) {
 func TestCredentialsYAMLLoads(t *testing.T) {
 	getenv := func(name string) string { return "value-of-" + name }
 	n := 0
-	for client, files := range importFixtures(t) {
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			im, err := Import(client, data, importOpts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			y, err := CredentialsYAML(im.Credentials)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(t.TempDir(), "credentials.yaml")
-			if err := os.WriteFile(path, y, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			got, err := egress.LoadCredentials(path, getenv)
-			if err != nil {
-				t.Fatalf("%s: the suggested credentials do not load: %v\n%s", file, err, y)
-			}
-			if len(got) != len(im.Credentials) {
-				t.Fatalf("%s: %d credentials loaded, %d suggested", file, len(got), len(im.Credentials))
-			}
-			n += len(got)
+	importEachFixture(t, func(file string, _ []byte, im Imported) {
+		y, err := CredentialsYAML(im.Credentials)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		path := filepath.Join(t.TempDir(), "credentials.yaml")
+		if err := os.WriteFile(path, y, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := egress.LoadCredentials(path, getenv)
+		if err != nil {
+			t.Fatalf("%s: the suggested credentials do not load: %v\n%s", file, err, y)
+		}
+		if len(got) != len(im.Credentials) {
+			t.Fatalf("%s: %d credentials loaded, %d suggested", file, len(got), len(im.Credentials))
+		}
+		n += len(got)
+	})
 	if n == 0 {
 		t.Fatal("no fixture suggests a credential")
 	}
