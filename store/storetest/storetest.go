@@ -11,7 +11,11 @@
 // (CheckObserveOrder, also run by each backend over two handles); a
 // ledger key is held by one owner at a time, fenced by its token, taken
 // over only after its lease, and its effect runs exactly once however
-// many goroutines race on it (TestApprovals, TestSessions, TestLedger).
+// many goroutines race on it; a run's checkpoint reads back byte for byte
+// and is replaced whole; a pin reads back exactly as added, the first of
+// racing adds of one key is the one kept, an update replaces only the
+// version it read, and a pin past its bounds is never stored
+// (TestApprovals, TestSessions, TestLedger, TestRuns, TestPins).
 // CheckTransitions is the body of each backend's ledger fuzzer,
 // BenchmarkLedger its benchmark; BenchmarkObserve and BenchmarkState
 // measure what the gate asks of the store around each call.
