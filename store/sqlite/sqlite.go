@@ -1,8 +1,8 @@
 // Package sqlite keeps airlock's store in one embedded SQLite file, the
 // default backend: nothing to run beside airlock, and several airlock
 // processes on one machine may share the file. It holds the approvals, the
-// session state, the idempotency ledger and the agent run checkpoints (a
-// store.Backend).
+// session state, the idempotency ledger, the agent run checkpoints and the
+// gateway's pins (a store.Backend).
 //
 // It uses modernc.org/sqlite (pure Go, no cgo) in WAL mode. Every state
 // change is one IMMEDIATE transaction around a conditional UPDATE that
@@ -356,6 +356,28 @@ var migrations = []string{
 	// truncated bit (it lost observations past store.MaxObservations).
 	`ALTER TABLE sessions ADD COLUMN tainted INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE sessions ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;`,
+	// 8: the gateway's pins of upstream definitions (store.Pin), never
+	// pruned. Definitions are BLOBs, kept as the bytes they were given;
+	// seen is NULL when the upstream offers nothing new. Signals are a
+	// JSON array of strings, '' for none. The key's BINARY collation
+	// orders it by bytes, as ListPins lists.
+	`CREATE TABLE pins (
+		server       TEXT    NOT NULL,
+		kind         TEXT    NOT NULL CHECK (kind IN ('tool', 'prompt', 'resource')),
+		name         TEXT    NOT NULL,
+		hash         TEXT    NOT NULL,
+		definition   BLOB    NOT NULL,
+		accepted     INTEGER NOT NULL,
+		signals      TEXT    NOT NULL DEFAULT '',
+		seen_hash    TEXT    NOT NULL DEFAULT '',
+		seen         BLOB,
+		seen_signals TEXT    NOT NULL DEFAULT '',
+		accepted_by  TEXT    NOT NULL DEFAULT '',
+		created      INTEGER NOT NULL,
+		updated      INTEGER NOT NULL,
+		version      INTEGER NOT NULL,
+		PRIMARY KEY (server, kind, name)
+	) STRICT, WITHOUT ROWID;`,
 }
 
 // migrate brings the file to len(migrations) in one IMMEDIATE transaction,

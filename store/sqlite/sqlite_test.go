@@ -567,3 +567,27 @@ func fileAt(t *testing.T, path string, before int, inserts ...string) {
 		}
 	}
 }
+
+func TestPins(t *testing.T) {
+	storetest.TestPins(t, func(t *testing.T) store.Pins {
+		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)
+	})
+}
+
+// TestUpgradeBeforePins: a file made before pins (schema version 7)
+// migrates with its sessions kept, and then holds pins.
+func TestUpgradeBeforePins(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	fileAt(t, path, 7, fmt.Sprintf(`INSERT INTO sessions (id, step, created, updated) VALUES ('s-old', 2, %d, %d)`,
+		t0.UnixNano(), t0.UnixNano()))
+	db := open(t, path, nil)
+	ctx := context.Background()
+	if s, err := db.Session(ctx, "s-old"); err != nil || s.Step != 2 {
+		t.Errorf("the old session after the upgrade = %+v, %v", s, err)
+	}
+	p := store.Pin{PinKey: store.PinKey{Server: "srv", Kind: store.PinTool, Name: "t"}, Hash: "h",
+		Definition: json.RawMessage(`{"name":"t"}`), Accepted: true, Created: t0, Updated: t0}
+	if got, added, err := db.AddPin(ctx, p); err != nil || !added || got.Version != 1 {
+		t.Errorf("AddPin after the upgrade = %+v, %v, %v", got, added, err)
+	}
+}
