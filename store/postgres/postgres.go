@@ -1,6 +1,6 @@
 // Package postgres keeps airlock's store in PostgreSQL, so that several
-// gateway replicas share one set of approvals, sessions, ledger entries
-// and agent run checkpoints.
+// gateway replicas share one set of approvals, sessions, ledger entries,
+// agent run checkpoints and pins.
 //
 // It uses github.com/jackc/pgx/v5 and its pool. Every table lives in one
 // schema (Options.Schema, or the URL's schema parameter; "airlock" by
@@ -296,6 +296,29 @@ var migrations = []string{
 	// truncated bit (it lost observations past store.MaxObservations).
 	`ALTER TABLE sessions ADD COLUMN tainted boolean NOT NULL DEFAULT false,
 		ADD COLUMN truncated boolean NOT NULL DEFAULT false;`,
+	// 7: the gateway's pins of upstream definitions (store.Pin), never
+	// pruned. Definitions are bytea, kept as the bytes they were given
+	// (jsonb would reorder them, text refuse a byte that is not UTF-8);
+	// seen is NULL when the upstream offers nothing new. The key is
+	// collated "C", so that it sorts by bytes, as ListPins lists, in
+	// whatever collation the database has.
+	`CREATE TABLE pins (
+		server       text COLLATE "C" NOT NULL,
+		kind         text COLLATE "C" NOT NULL CHECK (kind IN ('tool', 'prompt', 'resource')),
+		name         text COLLATE "C" NOT NULL,
+		hash         text        NOT NULL,
+		definition   bytea       NOT NULL,
+		accepted     boolean     NOT NULL,
+		signals      text[]      NOT NULL DEFAULT '{}',
+		seen_hash    text        NOT NULL DEFAULT '',
+		seen         bytea,
+		seen_signals text[]      NOT NULL DEFAULT '{}',
+		accepted_by  text        NOT NULL DEFAULT '',
+		created      timestamptz NOT NULL,
+		updated      timestamptz NOT NULL,
+		version      bigint      NOT NULL,
+		PRIMARY KEY (server, kind, name)
+	);`,
 }
 
 // migrate creates the schema and brings it to len(migrations), in one

@@ -90,6 +90,10 @@ func TestLedger(t *testing.T) {
 	storetest.TestLedger(t, func(t *testing.T) store.Ledger { return openTest(t, uniqueSchema()) })
 }
 
+func TestPins(t *testing.T) {
+	storetest.TestPins(t, func(t *testing.T) store.Pins { return openTest(t, uniqueSchema()) })
+}
+
 // TestTwoHandles: two pools on one schema stand for two replicas; the
 // second Open migrates nothing again and sees the first one's writes.
 func TestTwoHandles(t *testing.T) {
@@ -253,4 +257,26 @@ func TestUpgradeBeforeObservations(t *testing.T) {
 	db := openTest(t, schema)
 	was := store.Session{ID: "s-old", Step: 2, Tokens: 300, MicroUSD: 4000, Mode: "plan", Killed: true, Created: t0, Updated: t0.Add(time.Minute)}
 	storetest.CheckUpgradedSession(t, db, was, t0.Add(time.Hour))
+}
+
+// TestPinKeyCollation: the pins' key sorts by bytes whatever collation the
+// database has (the test database's may already be C, which would hide a
+// key column that lost it).
+func TestPinKeyCollation(t *testing.T) {
+	schema := uniqueSchema()
+	db := openTest(t, schema)
+	rows, err := db.pool.Query(context.Background(), `SELECT column_name, COALESCE(collation_name, '') FROM information_schema.columns
+		WHERE table_schema = $1 AND table_name = 'pins' AND column_name IN ('server', 'kind', 'name')`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Column, Collation string }])
+	if err != nil || len(got) != 3 {
+		t.Fatalf("the key columns = %+v, %v; want 3", got, err)
+	}
+	for _, c := range got {
+		if c.Collation != "C" {
+			t.Errorf("column %s is collated %q, want C", c.Column, c.Collation)
+		}
+	}
 }
