@@ -1,7 +1,7 @@
 // Package redis keeps airlock's store in Redis, for deployments that
-// already run one: approvals, sessions, the ledger and agent run
-// checkpoints, shared by every airlock process that uses the same server
-// and key prefix.
+// already run one: approvals, sessions, the ledger, agent run checkpoints
+// and the gateway's pins, shared by every airlock process that uses the
+// same server and key prefix.
 //
 // It uses github.com/redis/go-redis/v9. Every state change is one Lua
 // script, which Redis runs atomically: the script reads the record,

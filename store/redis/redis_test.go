@@ -86,6 +86,10 @@ func TestLedger(t *testing.T) {
 	storetest.TestLedger(t, func(t *testing.T) store.Ledger { return openTest(t, uniquePrefix()) })
 }
 
+func TestPins(t *testing.T) {
+	storetest.TestPins(t, func(t *testing.T) store.Pins { return openTest(t, uniquePrefix()) })
+}
+
 func TestOpenRefuses(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ name, url string }{
