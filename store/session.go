@@ -246,11 +246,14 @@ type Backend interface {
 	Sessions
 	Ledger
 	Runs
+	Pins
 	// Prune deletes what has outlived its retention: finished approvals
 	// (approvals past KeepFinished), ledger entries past their Expires,
 	// run checkpoints whose Updated is older than now minus KeepRuns, and
 	// sessions whose Updated is older than now minus KeepSessions. The
-	// global kill flag is never pruned. It returns how many records went.
+	// global kill flag and the pins are never pruned: a pin forgotten
+	// would let its upstream change the definition unnoticed. It returns
+	// how many records went.
 	Prune(ctx context.Context, now time.Time) (int64, error)
 	Close() error
 }

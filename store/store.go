@@ -1,7 +1,7 @@
 // Package store defines airlock's durable state behind one set of
 // interfaces, so that the embedded SQLite file, Postgres and Redis can each
 // hold it. Drivers live in leaf packages (store/sqlite, ...) that the core
-// never imports. It holds four kinds of state:
+// never imports. It holds five kinds of state:
 //
 //   - Approvals: pending approvals, calls the policy asked a person about,
 //     each bound to the exact call and expiring by itself, and remembered
@@ -13,9 +13,12 @@
 //   - Ledger: the idempotency ledger's entries (package ledger builds the
 //     exactly-once promise on them);
 //   - Runs: the agent loop's checkpoints, so that a run parked on an
-//     approval resumes in another process.
+//     approval resumes in another process;
+//   - Pins: the gateway's pinned definitions of its upstream servers'
+//     tools, prompts and resources, so that a definition changed behind
+//     its back waits for a person, in every replica.
 //
-// A Backend is all four behind one handle; package storeurl opens one
+// A Backend is all five behind one handle; package storeurl opens one
 // from a URL (sqlite:PATH, postgres://..., redis://...).
 package store
 

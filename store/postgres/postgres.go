@@ -364,7 +364,8 @@ func (db *DB) migrate(ctx context.Context) error {
 // ledger entries past their Expires, run checkpoints
 // last updated before now minus store.KeepRuns, and sessions last updated
 // before now minus store.KeepSessions, with their observations (a session
-// counts once, whatever it observed). The global kill flag stays.
+// counts once, whatever it observed). The global kill flag and the pins
+// stay.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-store.KeepFinished)
 	tag, err := db.pool.Exec(ctx, `DELETE FROM approvals

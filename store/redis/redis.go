@@ -233,7 +233,8 @@ func (h hash) time(field string) time.Time {
 // store.KeepFinished, remembered approvals revoked or expired before then,
 // ledger entries past their Expires, run checkpoints
 // last updated before now minus store.KeepRuns, and sessions last updated
-// before now minus store.KeepSessions. The global kill flag stays.
+// before now minus store.KeepSessions. The global kill flag and the pins
+// stay.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut, err := micros("now", now.Add(-store.KeepFinished))
 	if err != nil {

@@ -424,7 +424,7 @@ const KeepFinished = store.KeepFinished
 // checkpoints last updated before now minus store.KeepRuns and the
 // sessions last updated before now minus store.KeepSessions, with their
 // observations, and returns how many (a session counts once, whatever it
-// observed). The global kill flag stays.
+// observed). The global kill flag and the pins stay.
 func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 	cut := now.Add(-KeepFinished).UnixNano()
 	res, err := db.sql.ExecContext(ctx, `DELETE FROM approvals

@@ -17,8 +17,8 @@ import (
 // checkpoints last updated more than store.KeepRuns ago and the sessions
 // last updated more than store.KeepSessions ago with their observations
 // (a session counts once), counts each, and keeps everything else, the
-// global kill flag included; a Seq is never given again. open must return a
-// fresh, empty store.
+// global kill flag and every pin included, however old; a Seq is never
+// given again. open must return a fresh, empty store.
 func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	s := open(t)
 	ctx := context.Background()
@@ -148,6 +148,15 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 	revokeAt("rm-recent-revoked", now.Add(-time.Hour))
 	rememberAt("rm-in-force", 2*store.RememberFor)
 
+	// A pin stays, however long ago it was made or last updated.
+	oldPin := addPin(t, s, newPin("old", store.PinTool, "never-pruned", t0.Add(-365*24*time.Hour)))
+	updatedPin := addPin(t, s, newPin("old", store.PinPrompt, "updated-long-ago", t0.Add(-365*24*time.Hour)))
+	updatedPin.AcceptedBy, updatedPin.Updated = "alice", t0
+	updatedPin, err := s.UpdatePin(ctx, updatedPin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	n, err := s.Prune(ctx, now)
 	if err != nil || n != 16 {
 		t.Errorf("Prune = %d, %v; want 16 (7 approvals, 2 remembered, 2 ledger entries, 2 runs, 3 sessions)", n, err)
@@ -190,6 +199,11 @@ func TestPrune(t *testing.T, open func(t *testing.T) store.Backend) {
 		if kept && (err != nil || got.ID != id || !got.Updated.Equal(sessions[id])) {
 			t.Errorf("session %s after Prune = %+v, %v; want it updated at %v", id, got, err, sessions[id])
 		}
+	}
+	checkPin(t, "a pin made long ago, after Prune", readPin(t, s, oldPin.PinKey), oldPin)
+	checkPin(t, "a pin updated long ago, after Prune", readPin(t, s, updatedPin.PinKey), updatedPin)
+	if list, err := s.ListPins(ctx, ""); err != nil || len(list) != 2 {
+		t.Errorf("ListPins after Prune = %d pins, %v; want both kept", len(list), err)
 	}
 	if killed, err := s.KillAll(ctx); err != nil || !killed {
 		t.Errorf("KillAll after Prune = %v, %v; want the global kill flag still set", killed, err)

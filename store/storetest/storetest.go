@@ -14,8 +14,10 @@
 // many goroutines race on it; a run's checkpoint reads back byte for byte
 // and is replaced whole; a pin reads back exactly as added, the first of
 // racing adds of one key is the one kept, an update replaces only the
-// version it read, and a pin past its bounds is never stored
-// (TestApprovals, TestSessions, TestLedger, TestRuns, TestPins).
+// version it read, and a pin past its bounds is never stored; Prune
+// deletes only what outlived its retention, never a pin nor the global
+// kill flag (TestApprovals, TestSessions, TestLedger, TestRuns, TestPins,
+// TestPrune).
 // CheckTransitions is the body of each backend's ledger fuzzer,
 // BenchmarkLedger its benchmark; BenchmarkObserve and BenchmarkState
 // measure what the gate asks of the store around each call.
