@@ -53,6 +53,18 @@ func openTest(t testing.TB, schema string) *DB {
 	return db
 }
 
+// openOther opens another pool on schema, as another process would,
+// closed when the test ends; openTest's handle removes the data.
+func openOther(t *testing.T, schema string) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), testURL(), &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func TestApprovals(t *testing.T) {
 	storetest.TestApprovals(t, func(t *testing.T) store.Approvals { return openTest(t, uniqueSchema()) })
 }
@@ -65,12 +77,7 @@ func TestSessions(t *testing.T) {
 // replicas, observe for one session while a reader follows it.
 func TestObserveOrderTwoHandles(t *testing.T) {
 	schema := uniqueSchema()
-	a := openTest(t, schema)
-	b, err := Open(context.Background(), testURL(), &Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTest(t, schema), openOther(t, schema)
 	storetest.CheckObserveOrder(t, a, a, b)
 }
 
@@ -92,6 +99,14 @@ func TestLedger(t *testing.T) {
 
 func TestPins(t *testing.T) {
 	storetest.TestPins(t, func(t *testing.T) store.Pins { return openTest(t, uniqueSchema()) })
+}
+
+// TestPinRaceTwoHandles: two pools on one schema, standing for two
+// replicas, race to add and to update pins.
+func TestPinRaceTwoHandles(t *testing.T) {
+	schema := uniqueSchema()
+	a, b := openTest(t, schema), openOther(t, schema)
+	storetest.CheckPinRace(t, a, b)
 }
 
 // TestTwoHandles: two pools on one schema stand for two replicas; the

@@ -49,6 +49,18 @@ func openTest(t testing.TB, prefix string) *DB {
 	return db
 }
 
+// openOther opens another client on prefix, as another process would,
+// closed when the test ends; openTest's handle removes the data.
+func openOther(t *testing.T, prefix string) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), testURL(), &Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func TestApprovals(t *testing.T) {
 	storetest.TestApprovals(t, func(t *testing.T) store.Approvals { return openTest(t, uniquePrefix()) })
 }
@@ -61,12 +73,7 @@ func TestSessions(t *testing.T) {
 // processes, observe for one session while a reader follows it.
 func TestObserveOrderTwoHandles(t *testing.T) {
 	prefix := uniquePrefix()
-	a := openTest(t, prefix)
-	b, err := Open(context.Background(), testURL(), &Options{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTest(t, prefix), openOther(t, prefix)
 	storetest.CheckObserveOrder(t, a, a, b)
 }
 
@@ -88,6 +95,14 @@ func TestLedger(t *testing.T) {
 
 func TestPins(t *testing.T) {
 	storetest.TestPins(t, func(t *testing.T) store.Pins { return openTest(t, uniquePrefix()) })
+}
+
+// TestPinRaceTwoHandles: two clients on one prefix, standing for two
+// processes, race to add and to update pins.
+func TestPinRaceTwoHandles(t *testing.T) {
+	prefix := uniquePrefix()
+	a, b := openTest(t, prefix), openOther(t, prefix)
+	storetest.CheckPinRace(t, a, b)
 }
 
 func TestOpenRefuses(t *testing.T) {

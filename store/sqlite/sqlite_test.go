@@ -574,6 +574,13 @@ func TestPins(t *testing.T) {
 	})
 }
 
+// TestPinRaceTwoHandles: two DBs on one file, standing for two processes,
+// race to add and to update pins.
+func TestPinRaceTwoHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	storetest.CheckPinRace(t, open(t, path, nil), open(t, path, nil))
+}
+
 // TestUpgradeBeforePins: a file made before pins (schema version 7)
 // migrates with its sessions kept, and then holds pins.
 func TestUpgradeBeforePins(t *testing.T) {

@@ -29,9 +29,8 @@ func TestPins(t *testing.T, open func(t *testing.T) store.Pins) {
 	t.Run("NotFound", func(t *testing.T) { testPinNotFound(t, open(t)) })
 	t.Run("RoundTrip", func(t *testing.T) { testPinRoundTrip(t, open(t)) })
 	t.Run("AddKeepsTheFirst", func(t *testing.T) { testPinAddKeepsFirst(t, open(t)) })
-	t.Run("ConcurrentAdd", func(t *testing.T) { testPinConcurrentAdd(t, open(t)) })
+	t.Run("Race", func(t *testing.T) { CheckPinRace(t, open(t)) })
 	t.Run("Update", func(t *testing.T) { testPinUpdate(t, open(t)) })
-	t.Run("ConcurrentUpdate", func(t *testing.T) { testPinConcurrentUpdate(t, open(t)) })
 	t.Run("Delete", func(t *testing.T) { testPinDelete(t, open(t)) })
 	t.Run("List", func(t *testing.T) { testPinList(t, open(t)) })
 	t.Run("KeysApart", func(t *testing.T) { testPinKeysApart(t, open(t)) })
@@ -197,7 +196,21 @@ func testPinAddKeepsFirst(t *testing.T, s store.Pins) {
 // pinRaceKeys is how many keys the concurrent adds race on.
 const pinRaceKeys = 4
 
-func testPinConcurrentAdd(t *testing.T, s store.Pins) {
+// CheckPinRace races Contenders goroutines, spread over handles (two
+// handles on one store stand for two processes), first adding each of
+// pinRaceKeys keys, each its own definition, then updating one version of
+// a pin: exactly one add of a key stores and every other is answered with
+// it, and exactly one update wins. The store must hold no pins of server
+// "race". TestPins runs it on one handle.
+func CheckPinRace(t *testing.T, handles ...store.Pins) {
+	if len(handles) == 0 {
+		t.Fatal("CheckPinRace needs at least one handle")
+	}
+	t.Run("Add", func(t *testing.T) { testPinConcurrentAdd(t, handles...) })
+	t.Run("Update", func(t *testing.T) { testPinConcurrentUpdate(t, handles...) })
+}
+
+func testPinConcurrentAdd(t *testing.T, handles ...store.Pins) {
 	// Contenders goroutines add each key, each its own definition: exactly
 	// one add of a key stores, and every other is answered with that one.
 	ctx := context.Background()
@@ -219,7 +232,7 @@ func testPinConcurrentAdd(t *testing.T, s store.Pins) {
 				p.Definition = json.RawMessage(fmt.Sprintf(`{"name":"tool-%d","by":%d}`, k, c))
 				p.Hash = pinHash(p.Definition)
 				p.AcceptedBy = fmt.Sprintf("contender-%d", c)
-				got, added, err := s.AddPin(ctx, p)
+				got, added, err := handles[c%len(handles)].AddPin(ctx, p)
 				if err != nil {
 					t.Errorf("contender %d, key %d: %v", c, k, err)
 					return
@@ -233,6 +246,7 @@ func testPinConcurrentAdd(t *testing.T, s store.Pins) {
 	if t.Failed() {
 		return
 	}
+	s := handles[0]
 	for k := range pinRaceKeys {
 		stored := readPin(t, s, store.PinKey{Server: "race", Kind: store.PinTool, Name: fmt.Sprintf("tool-%d", k)})
 		adds := 0
@@ -309,10 +323,11 @@ func testPinUpdate(t *testing.T, s store.Pins) {
 	}
 }
 
-func testPinConcurrentUpdate(t *testing.T, s store.Pins) {
+func testPinConcurrentUpdate(t *testing.T, handles ...store.Pins) {
 	// Contenders goroutines update the version they all read: exactly one
 	// wins, the others are told the pin changed, and the winner's is kept.
 	ctx := context.Background()
+	s := handles[len(handles)-1]
 	read := addPin(t, s, newPin("race", store.PinResource, "file:///etc/hosts", t0))
 	wins := make([]bool, Contenders)
 	var wg sync.WaitGroup
@@ -320,7 +335,7 @@ func testPinConcurrentUpdate(t *testing.T, s store.Pins) {
 		wg.Go(func() {
 			p := read
 			p.AcceptedBy, p.Updated = fmt.Sprintf("contender-%d", c), t0.Add(time.Duration(c+1)*time.Second)
-			_, err := s.UpdatePin(ctx, p)
+			_, err := handles[c%len(handles)].UpdatePin(ctx, p)
 			switch {
 			case err == nil:
 				wins[c] = true

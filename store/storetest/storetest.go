@@ -14,7 +14,8 @@
 // many goroutines race on it; a run's checkpoint reads back byte for byte
 // and is replaced whole; a pin reads back exactly as added, the first of
 // racing adds of one key is the one kept, an update replaces only the
-// version it read, and a pin past its bounds is never stored; Prune
+// version it read (CheckPinRace, also run by each backend over two
+// handles), and a pin past its bounds is never stored; Prune
 // deletes only what outlived its retention, never a pin nor the global
 // kill flag (TestApprovals, TestSessions, TestLedger, TestRuns, TestPins,
 // TestPrune).
