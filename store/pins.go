@@ -111,8 +111,9 @@ func validPinString(what, s string, empty bool) error {
 // refuse whole: a key PinKey.Validate refuses; an empty hash or
 // definition; a definition, or a seen one, that is not JSON or is over
 // MaxPinDefinitionBytes; a seen definition without its hash or a hash
-// without it; more than MaxPinSignals signals, or an empty one; any
-// other string that validPinString refuses; a zero Created or Updated.
+// without it; more than MaxPinSignals signals, or an empty one; a hash,
+// signal or AcceptedBy over MaxPinNameBytes, not UTF-8 or holding a NUL
+// byte; a zero Created or Updated.
 // Version is not checked: AddPin sets it, UpdatePin compares it.
 func (p Pin) Validate() error {
 	if err := p.PinKey.Validate(); err != nil {
