@@ -220,7 +220,7 @@ func (c *Config) checkServer(name string, s *Server) error {
 			return errors.New("args, env and cwd are for a command; an HTTP server takes url and headers")
 		}
 		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil {
 			return fmt.Errorf("url %q: want http(s)://host/path, with no user info (credentials go in the credentials file)", s.URL)
 		}
 	} else if len(s.Headers) > 0 {

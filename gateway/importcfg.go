@@ -1396,7 +1396,7 @@ func DefaultImportPaths(client, home, projectDir string) []string {
 const ReplacementName = "airlock"
 
 // Replacement is the server entry, in client's own format, that runs the
-// gateway over stdio: airlockBinary gateway --config gatewayConfig. Both
+// gateway over stdio: airlockBinary gateway --upstreams gatewayConfig. Both
 // paths must be absolute, since the client starts it from any directory.
 // The snippet holds the entry under the client's key for servers, ready
 // to merge into its file.
@@ -1406,7 +1406,7 @@ func Replacement(client, gatewayConfig, airlockBinary string) (string, error) {
 			return "", fmt.Errorf("replacement: %q is not an absolute path on one line: give the full path", p)
 		}
 	}
-	args := []string{"gateway", "--config", gatewayConfig}
+	args := []string{"gateway", "--upstreams", gatewayConfig}
 	type stdioEntry struct {
 		Type    string   `json:"type,omitempty"`
 		Command string   `json:"command"`

@@ -498,7 +498,7 @@ func TestReplacementImportsBack(t *testing.T) {
 		if len(im.Servers) != 1 || s == nil {
 			t.Fatalf("%s: the replacement gives %v, want one server %q\n%s", client, slices.Collect(maps.Keys(im.Servers)), ReplacementName, snippet)
 		}
-		if s.Command != bin || !slices.Equal(s.Args, []string{"gateway", "--config", cfg}) {
+		if s.Command != bin || !slices.Equal(s.Args, []string{"gateway", "--upstreams", cfg}) {
 			t.Errorf("%s: the replacement runs %q %q\n%s", client, s.Command, s.Args, snippet)
 		}
 		if client == ClientCodex {

@@ -1,0 +1,252 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pmezard/go-difflib/difflib"
+
+	"airlock.dev/airlock/canon"
+	"airlock.dev/airlock/store"
+	"airlock.dev/airlock/untrusted"
+)
+
+// definition is the canonical JSON of an upstream tool's definition (name,
+// title, description, schemas, annotations: everything the upstream says
+// of it) and its SHA-256, what a pin holds.
+func definition(t *sdk.Tool) (json.RawMessage, string, error) {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := canon.JSON(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(c)
+	return c, hex.EncodeToString(sum[:]), nil
+}
+
+// scanDefinition scans the text of a definition a model reads: its
+// description and title, and every description and title inside its
+// schemas (a common place to hide instructions).
+func scanDefinition(t *sdk.Tool) untrusted.Report {
+	var b strings.Builder
+	b.WriteString(t.Title)
+	b.WriteByte('\n')
+	b.WriteString(t.Description)
+	if t.Annotations != nil {
+		b.WriteByte('\n')
+		b.WriteString(t.Annotations.Title)
+	}
+	for _, s := range []any{t.InputSchema, t.OutputSchema} {
+		raw, _ := json.Marshal(s)
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			schemaText(&b, v)
+		}
+	}
+	return untrusted.Scan(b.String())
+}
+
+// schemaText appends every description and title string in a schema.
+func schemaText(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && (k == "description" || k == "title") {
+				b.WriteByte('\n')
+				b.WriteString(s)
+			} else {
+				schemaText(b, x)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			schemaText(b, x)
+		}
+	}
+}
+
+// reconcile compares one listed tool with its pin, pinning it when it is
+// the first definition seen, and gives its state and the definition to
+// offer (the pinned one).
+func (g *Gateway) reconcile(ctx context.Context, server string, t *sdk.Tool) (State, string, *sdk.Tool, error) {
+	def, hash, err := definition(t)
+	if err != nil {
+		return StateInvalid, "its definition does not encode: " + err.Error(), t, nil
+	}
+	if len(def) > store.MaxPinDefinitionBytes {
+		return StateInvalid, fmt.Sprintf("its definition is over %d bytes (store.MaxPinDefinitionBytes)", store.MaxPinDefinitionBytes), t, nil
+	}
+	rep := scanDefinition(t)
+	now := g.opts.Now()
+	key := store.PinKey{Server: server, Kind: store.PinTool, Name: t.Name}
+	pin, added, err := g.opts.Pins.AddPin(ctx, store.Pin{PinKey: key, Hash: hash, Definition: def,
+		Accepted: !rep.Flagged, Signals: rep.Names(), Created: now, Updated: now})
+	if err != nil {
+		return "", "", nil, fmt.Errorf("gateway: pinning %s/%s: %w", server, t.Name, err)
+	}
+	if added {
+		if rep.Flagged {
+			return StateFlagged, strings.Join(rep.Names(), ", "), t, nil
+		}
+		g.log.Info("gateway: pinned a tool seen for the first time", "server", server, "tool", t.Name, "hash", hash)
+		return StateOffered, "", t, nil
+	}
+	if pin.Hash == hash {
+		if pin.SeenHash != "" {
+			// The upstream offers the pinned definition again; the change
+			// it offered before is forgotten.
+			pin.SeenHash, pin.Seen, pin.SeenSignals, pin.Updated = "", nil, nil, now
+			if _, err := g.opts.Pins.UpdatePin(ctx, pin); err != nil && !errors.Is(err, store.ErrPinChanged) {
+				return "", "", nil, fmt.Errorf("gateway: updating the pin of %s/%s: %w", server, t.Name, err)
+			}
+		}
+		if !pin.Accepted {
+			return StateFlagged, strings.Join(pin.Signals, ", "), t, nil
+		}
+		return StateOffered, "", t, nil
+	}
+	if pin.SeenHash != hash {
+		pin.SeenHash, pin.Seen, pin.SeenSignals, pin.Updated = hash, def, rep.Names(), now
+		if _, err := g.opts.Pins.UpdatePin(ctx, pin); err != nil && !errors.Is(err, store.ErrPinChanged) {
+			return "", "", nil, fmt.Errorf("gateway: recording the change of %s/%s: %w", server, t.Name, err)
+		}
+		g.log.Warn("gateway: an upstream changed a pinned tool; it is disabled until a person accepts the change",
+			"server", server, "tool", t.Name, "pinned", pin.Hash, "seen", hash)
+	}
+	var pinned sdk.Tool
+	if err := json.Unmarshal(pin.Definition, &pinned); err != nil {
+		pinned = *t
+	}
+	return StateChanged, fmt.Sprintf("pinned %s, now %s", short(pin.Hash), short(hash)), &pinned, nil
+}
+
+func short(hash string) string { return hash[:min(12, len(hash))] }
+
+// relay gives an upstream's elicitation request to the client whose call
+// it belongs to: the one call waiting on that upstream. With several
+// calls in flight the gateway cannot tell which asked (stdio carries no
+// such link), and refuses rather than ask the wrong person.
+func (g *Gateway) relay(u *upstream) func(context.Context, string, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	return func(_ context.Context, server string, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		u.mu.Lock()
+		var callCtx context.Context
+		n := len(u.calls)
+		for c := range u.calls {
+			callCtx = c
+		}
+		u.mu.Unlock()
+		if n != 1 {
+			g.log.Warn("gateway: refused an elicitation request that belongs to no single call", "server", server, "calls_in_flight", n)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "airlock's gateway relays elicitation only during one call of this server"}
+		}
+		return g.opts.Elicit(callCtx, server, req)
+	}
+}
+
+// PinView is one pin as `airlock gateway pins` shows it.
+type PinView struct {
+	store.PinKey
+	// Tool is the name the client sees, for a tool.
+	Tool  string `json:"tool,omitempty"`
+	State State  `json:"state"`
+	// Signals are the scanner's, on the definition waiting to be accepted.
+	Signals []string `json:"signals,omitempty"`
+	Hash    string   `json:"hash"`
+	// SeenHash and Diff are the change waiting to be accepted.
+	SeenHash string `json:"seen_hash,omitempty"`
+	Diff     string `json:"diff,omitempty"`
+}
+
+// Pins lists the pins with their states, server's only unless it is "".
+func Pins(ctx context.Context, pins store.Pins, sep, server string) ([]PinView, error) {
+	list, err := pins.ListPins(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PinView, 0, len(list))
+	for _, p := range list {
+		v := PinView{PinKey: p.PinKey, Hash: p.Hash, SeenHash: p.SeenHash, State: StateOffered}
+		if p.Kind == store.PinTool {
+			v.Tool = p.Server + sep + p.Name
+		}
+		switch {
+		case p.SeenHash != "":
+			v.State, v.Signals, v.Diff = StateChanged, p.SeenSignals, DefinitionDiff(p.Definition, p.Seen)
+		case !p.Accepted:
+			v.State, v.Signals = StateFlagged, p.Signals
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// DefinitionDiff is the unified diff from one definition to another, each
+// as indented JSON.
+func DefinitionDiff(from, to json.RawMessage) string {
+	a, b := indent(from), indent(to)
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: "pinned", ToFile: "offered", Context: 3,
+	})
+	if err != nil {
+		return ""
+	}
+	return d
+}
+
+func indent(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw) + "\n"
+	}
+	return b.String() + "\n"
+}
+
+// ErrNothingToAccept is Accept's answer for a pin that waits on no one.
+var ErrNothingToAccept = errors.New("gateway: the pin has no change or flag waiting to be accepted")
+
+// Accept accepts what waits on a pin: the changed definition the upstream
+// now offers (which becomes the pin), or a definition pinned flagged. It
+// is accepted only if it is still the one the person reviewed (hash, when
+// not ""). The gateway offers it from its next start.
+func Accept(ctx context.Context, pins store.Pins, k store.PinKey, hash, by string, now func() time.Time) (store.Pin, error) {
+	for range 3 {
+		p, err := pins.Pin(ctx, k)
+		if err != nil {
+			return store.Pin{}, err
+		}
+		switch {
+		case p.SeenHash != "":
+			if hash != "" && hash != p.SeenHash {
+				return store.Pin{}, fmt.Errorf("gateway: the offered definition is now %s, not the %s reviewed: review it again", short(p.SeenHash), short(hash))
+			}
+			p.Hash, p.Definition, p.Signals = p.SeenHash, p.Seen, p.SeenSignals
+			p.SeenHash, p.Seen, p.SeenSignals = "", nil, nil
+		case !p.Accepted:
+			if hash != "" && hash != p.Hash {
+				return store.Pin{}, fmt.Errorf("gateway: the pinned definition is %s, not the %s reviewed: review it again", short(p.Hash), short(hash))
+			}
+		default:
+			return p, ErrNothingToAccept
+		}
+		p.Accepted, p.AcceptedBy, p.Updated = true, by, now()
+		p, err = pins.UpdatePin(ctx, p)
+		if errors.Is(err, store.ErrPinChanged) {
+			continue
+		}
+		return p, err
+	}
+	return store.Pin{}, store.ErrPinChanged
+}
