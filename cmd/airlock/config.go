@@ -34,6 +34,7 @@ type settings struct {
 	Approvals      string            `yaml:"approvals"`
 	Replicas       string            `yaml:"replicas"`
 	Credentials    string            `yaml:"credentials"`
+	Upstreams      string            `yaml:"upstreams"`
 	Addr           string            `yaml:"addr"`
 	Tokens         map[string]string `yaml:"tokens"` // bearer token -> role, for airlock serve
 	AllowedHosts   []string          `yaml:"allowed_hosts"`
@@ -60,6 +61,10 @@ const DefaultAddr = "127.0.0.1:8080"
 // there, could otherwise choose airlock's own workspace, mode and policy.
 const ConfigFile = "airlock.yaml"
 
+// UpstreamsFile is the gateway's file of upstream servers, beside
+// ConfigFile, when neither --upstreams nor AIRLOCK_UPSTREAMS names one.
+const UpstreamsFile = "gateway.yaml"
+
 // setting is one row of the table: its flag and variable names and where
 // its value lives.
 type setting struct {
@@ -82,6 +87,8 @@ var settingTable = []setting{
 		func(s *settings) *string { return &s.Store }},
 	{"credentials", "AIRLOCK_CREDENTIALS", "a credentials `FILE` (mode 600) of headers web_fetch and the egress proxy attach per exact host, so that no model or command sees them",
 		func(s *settings) *string { return &s.Credentials }},
+	{"upstreams", "AIRLOCK_UPSTREAMS", "airlock gateway: the `FILE` of upstream MCP servers (default: airlock/" + UpstreamsFile + " in the user's config directory)",
+		func(s *settings) *string { return &s.Upstreams }},
 	{"command-network", "AIRLOCK_COMMAND_NETWORK", "what run_command's commands may reach: none (default), or proxy (only airlock's egress proxy, under web_fetch's policy)",
 		func(s *settings) *string { return &s.CommandNetwork }},
 	{"sandbox", "AIRLOCK_SANDBOX", "the sandbox `backend` run_command runs in: native (default), bwrap or container",

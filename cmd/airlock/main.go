@@ -40,6 +40,7 @@ func commands() []command {
 	return []command{
 		{"mcp", "serve the guarded tools to an MCP client over stdio", runMCP},
 		{"serve", "serve MCP over Streamable HTTP at /mcp (default 127.0.0.1:8080)", runServe},
+		{"gateway", "offer upstream MCP servers' tools behind the gate: airlock gateway [--upstreams FILE] | pins | accept", runGateway},
 		{"calc", "evaluate exact arithmetic: airlock calc [flags] EXPR, or --batch over JSON lines", runCalc},
 		{"tools", "list the tools with their risk, effect and (with --json) the schema models are shown", runTools},
 		{"check", "decide proposals read as JSON lines, running every guard and executing nothing", runCheck},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"airlock.dev/airlock/policy"
 	"airlock.dev/airlock/untrusted"
 
 	"context"
@@ -251,5 +252,13 @@ func listingGate(set *settings) (*gate.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gate.New(reg, &gate.Options{Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
+	// The policy decides what each role is shown (tools/list), so the
+	// listing has the one the calls will have.
+	pol := policy.Default()
+	if set.Policy != "" {
+		if pol, err = policy.Load(set.Policy); err != nil {
+			return nil, err
+		}
+	}
+	return gate.New(reg, &gate.Options{Policy: pol, Without: gate.WithoutAudit | gate.WithoutLedger | gate.WithoutRedactor | gate.WithoutSessions | gate.WithoutApprovalKey})
 }
