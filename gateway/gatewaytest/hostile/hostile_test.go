@@ -200,6 +200,13 @@ func TestProtocolErrors(t *testing.T) {
 			t.Errorf("%s: answered id %s, error %+v; want id %s, code %d", tc.name, r.ID, r.Error, tc.id, tc.code)
 		}
 	}
+	// An id still in use is refused, and the first request lives on.
+	c.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
+	c.send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	if r := c.recvMessage(); string(r.ID) != "6" || r.Error == nil || r.Error.Code != -32600 {
+		t.Errorf("a reused id was answered %s, error %+v; want -32600", r.Result, r.Error)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}`)
 	// An unknown notification gets no answer: the next line answers the
 	// ping after it.
 	c.send(`{"jsonrpc":"2.0","method":"notifications/whatever"}`)

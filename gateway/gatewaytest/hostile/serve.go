@@ -206,8 +206,16 @@ func (s *server) handle(ctx context.Context, wg *sync.WaitGroup, data []byte) er
 		key := idKey(m.ID)
 		reqCtx, cancel := context.WithCancel(ctx)
 		s.mu.Lock()
-		s.inflight[key] = cancel
+		_, reused := s.inflight[key]
+		if !reused {
+			s.inflight[key] = cancel
+		}
 		s.mu.Unlock()
+		if reused {
+			cancel()
+			s.writeError(m.ID, codeInvalidRequest, "the id of a request still being answered")
+			return nil
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
