@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"syscall"
@@ -71,4 +75,64 @@ func (p *proc) Close() error {
 	<-p.exited
 	p.cmd.Wait() // reaps the leader and closes the pipes; its exit status is of no use here
 	return nil
+}
+
+// errMalformed ends a stdio upstream's connection on a line that is not
+// one JSON value.
+var errMalformed = errors.New("the upstream wrote a line that is not JSON-RPC (malformed JSON)")
+
+// lineReader passes a stdio upstream's stdout on line by line, each line
+// checked to be one whole JSON value of at most MaxMessageBytes. A line
+// that is not ends the connection, as a crash does: the SDK decodes a
+// stream, not lines, and would otherwise wait for the rest of a
+// truncated message and swallow the next one into it, leaving every
+// later call of that upstream hanging.
+type lineReader struct {
+	rc  io.ReadCloser
+	br  *bufio.Reader
+	buf []byte // the checked line not yet read
+	err error  // what ends the stream once buf is read
+}
+
+func newLineReader(rc io.ReadCloser) *lineReader {
+	return &lineReader{rc: rc, br: bufio.NewReaderSize(rc, 64<<10)}
+}
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		line, err := readMessage(r.br)
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if !json.Valid(t) {
+				r.err = errMalformed
+				return 0, r.err
+			}
+			r.buf = append(t, '\n')
+		}
+		if err != nil {
+			r.err = err
+		}
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+func (r *lineReader) Close() error { return r.rc.Close() }
+
+// readMessage reads one line of at most MaxMessageBytes.
+func readMessage(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxMessageBytes {
+			return nil, fmt.Errorf("the upstream wrote a message over %d bytes (MaxMessageBytes)", MaxMessageBytes)
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }

@@ -215,7 +215,7 @@ func (u *upstream) connect() (*sdk.ClientSession, error) {
 			return nil, err
 		}
 		go u.logStderr(stderr)
-		t = &sdk.IOTransport{Reader: p.stdout, Writer: p, MaxLineLength: MaxMessageBytes}
+		t = &sdk.IOTransport{Reader: newLineReader(p.stdout), Writer: p, MaxLineLength: MaxMessageBytes + 1}
 	}
 	cs, err := c.Connect(ctx, t, nil)
 	if err != nil {
