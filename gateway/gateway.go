@@ -76,8 +76,14 @@ type Gateway struct {
 	log  *slog.Logger
 	ups  map[string]*upstream
 
-	mu    sync.RWMutex
-	tools map[string]*entry // by the name the client sees
+	mu     sync.RWMutex
+	tools  map[string]*entry // by the name the client sees
+	extras map[string]*extra // prompts by the name the client sees, resources by URI
+}
+
+// warn logs msg with err, redacted.
+func (g *Gateway) warn(msg string, err error, args ...any) {
+	g.log.Warn(msg, append(args, "error", g.opts.Redact(err.Error()))...)
 }
 
 // entry is one upstream tool as the gateway offers it.
@@ -111,7 +117,7 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if opts == nil || opts.Pins == nil {
 		return nil, errors.New("gateway: no store for pins (Options.Pins): a gateway that cannot pin tools offers none")
 	}
-	g := &Gateway{cfg: cfg, opts: *opts, ups: map[string]*upstream{}, tools: map[string]*entry{}}
+	g := &Gateway{cfg: cfg, opts: *opts, ups: map[string]*upstream{}, tools: map[string]*entry{}, extras: map[string]*extra{}}
 	if g.opts.Now == nil {
 		g.opts.Now = time.Now
 	}
@@ -146,25 +152,43 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		}
 		g.ups[name] = u
 	}
+	// Every upstream starts and is listed at once; each within its own
+	// StartTimeout.
+	type listing struct {
+		tools     []*sdk.Tool
+		prompts   []*sdk.Prompt
+		resources []*sdk.Resource
+	}
 	var wg sync.WaitGroup
-	lists := make(map[string][]*sdk.Tool, len(g.ups))
+	lists := make(map[string]*listing, len(g.ups))
 	var lmu sync.Mutex
 	for name, u := range g.ups {
 		wg.Go(func() {
 			tools, err := u.listTools(ctx)
 			if err != nil {
-				g.log.Warn("gateway: upstream offers its pinned tools until it can be reached", "server", name, "error", g.opts.Redact(err.Error()))
+				g.warn("gateway: upstream offers its pinned tools until it can be reached", err, "server", name)
 				return
 			}
+			l := &listing{tools: tools}
+			if l.prompts, l.resources, err = u.listExtras(ctx); err != nil {
+				g.warn("gateway: upstream's prompts and resources are left out", err, "server", name)
+			}
 			lmu.Lock()
-			lists[name] = tools
+			lists[name] = l
 			lmu.Unlock()
 		})
 	}
 	wg.Wait()
 	for _, name := range slices.Sorted(maps.Keys(g.ups)) {
-		tools, listed := lists[name]
-		if err := g.admit(ctx, name, tools, listed); err != nil {
+		l, listed := lists[name]
+		if !listed {
+			l = &listing{}
+		}
+		err := g.admit(ctx, name, l.tools, listed)
+		if err == nil {
+			err = g.admitExtras(ctx, name, l.prompts, l.resources)
+		}
+		if err != nil {
 			g.Close()
 			return nil, err
 		}
@@ -426,24 +450,7 @@ func result(e *entry, res *sdk.CallToolResult) tool.Result {
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		switch c := c.(type) {
-		case *sdk.TextContent:
-			b.WriteString(c.Text)
-		case *sdk.ImageContent:
-			fmt.Fprintf(&b, "[image: %s, %d bytes, not shown]", c.MIMEType, len(c.Data))
-		case *sdk.AudioContent:
-			fmt.Fprintf(&b, "[audio: %s, %d bytes, not shown]", c.MIMEType, len(c.Data))
-		case *sdk.ResourceLink:
-			fmt.Fprintf(&b, "[resource link: %s]", c.URI)
-		case *sdk.EmbeddedResource:
-			if c.Resource != nil && c.Resource.Text != "" {
-				b.WriteString(c.Resource.Text)
-			} else if c.Resource != nil {
-				fmt.Fprintf(&b, "[resource: %s, %d bytes, not shown]", c.Resource.URI, len(c.Resource.Blob))
-			}
-		default:
-			b.WriteString("[content of an unknown kind, not shown]")
-		}
+		b.WriteString(contentText(c))
 	}
 	if b.Len() == 0 && res.StructuredContent != nil {
 		if raw, err := json.Marshal(res.StructuredContent); err == nil {
@@ -453,6 +460,30 @@ func result(e *entry, res *sdk.CallToolResult) tool.Result {
 	out := tool.Result{Content: b.String(), Provenance: tool.Provenance{Tool: e.name, Source: "mcp:" + e.server + "/" + e.upstream}}
 	out.IsError = res.IsError
 	return out
+}
+
+// contentText is a content part as text: its text, or a line naming a
+// part that is not text, which is not passed on (the gate redacts and
+// scans text only).
+func contentText(c sdk.Content) string {
+	switch c := c.(type) {
+	case *sdk.TextContent:
+		return c.Text
+	case *sdk.ImageContent:
+		return fmt.Sprintf("[image: %s, %d bytes, not shown]", c.MIMEType, len(c.Data))
+	case *sdk.AudioContent:
+		return fmt.Sprintf("[audio: %s, %d bytes, not shown]", c.MIMEType, len(c.Data))
+	case *sdk.ResourceLink:
+		return "[resource link: " + c.URI + "]"
+	case *sdk.EmbeddedResource:
+		if c.Resource != nil && c.Resource.Text != "" {
+			return c.Resource.Text
+		}
+		if c.Resource != nil {
+			return fmt.Sprintf("[resource: %s, %d bytes, not shown]", c.Resource.URI, len(c.Resource.Blob))
+		}
+	}
+	return "[content of an unknown kind, not shown]"
 }
 
 // Close ends every upstream connection.
@@ -477,9 +508,9 @@ func (g *Gateway) listChanged(server string) {
 	}()
 }
 
-// Refresh lists a server's tools again and reconciles each with its pin:
-// a changed definition disables its tool, a new tool waits for the next
-// start.
+// Refresh lists a server's tools, prompts and resources again and
+// reconciles each with its pin: a changed definition disables what it
+// defines, a new one waits for the next start.
 func (g *Gateway) Refresh(ctx context.Context, server string) error {
 	u, ok := g.ups[server]
 	if !ok {
@@ -506,7 +537,11 @@ func (g *Gateway) Refresh(ctx context.Context, server string) error {
 		}
 		g.mu.Unlock()
 	}
-	return nil
+	prompts, resources, err := u.listExtras(ctx)
+	if err != nil {
+		return err
+	}
+	return g.refreshExtras(ctx, server, prompts, resources)
 }
 
 // Visible says whether the client is shown a tool: every tool that is

@@ -20,11 +20,11 @@ import (
 	"airlock.dev/airlock/untrusted"
 )
 
-// definition is the canonical JSON of an upstream tool's definition (name,
-// title, description, schemas, annotations: everything the upstream says
-// of it) and its SHA-256, what a pin holds.
-func definition(t *sdk.Tool) (json.RawMessage, string, error) {
-	raw, err := json.Marshal(t)
+// definition is the canonical JSON of an upstream definition (a tool's
+// name, title, description, schemas, annotations: everything the upstream
+// says of it) and its SHA-256, what a pin holds.
+func definition(v any) (json.RawMessage, string, error) {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, "", err
 	}
@@ -36,10 +36,10 @@ func definition(t *sdk.Tool) (json.RawMessage, string, error) {
 	return c, hex.EncodeToString(sum[:]), nil
 }
 
-// scanDefinition scans the text of a definition a model reads: its
+// definitionText is the text of a tool's definition a model reads: its
 // description and title, and every description and title inside its
-// schemas (a common place to hide instructions).
-func scanDefinition(t *sdk.Tool) untrusted.Report {
+// schemas (a common place to hide instructions), for the scanner.
+func definitionText(t *sdk.Tool) string {
 	var b strings.Builder
 	b.WriteString(t.Title)
 	b.WriteByte('\n')
@@ -55,7 +55,7 @@ func scanDefinition(t *sdk.Tool) untrusted.Report {
 			schemaText(&b, v)
 		}
 	}
-	return untrusted.Scan(b.String())
+	return b.String()
 }
 
 // schemaText appends every description and title string in a schema.
@@ -81,27 +81,45 @@ func schemaText(b *strings.Builder, v any) {
 // the first definition seen, and gives its state and the definition to
 // offer (the pinned one).
 func (g *Gateway) reconcile(ctx context.Context, server string, t *sdk.Tool) (State, string, *sdk.Tool, error) {
-	def, hash, err := definition(t)
+	st, reason, pinned, err := g.reconcileDef(ctx, store.PinKey{Server: server, Kind: store.PinTool, Name: t.Name}, t, definitionText(t))
+	if err != nil || pinned == nil {
+		return st, reason, t, err
+	}
+	var p sdk.Tool
+	if json.Unmarshal(pinned, &p) != nil {
+		return st, reason, t, nil
+	}
+	return st, reason, &p, nil
+}
+
+// reconcileDef compares one listed definition v with the pin of k,
+// pinning it when it is the first seen (hidden if text, what a model
+// reads of it, is flagged), and gives its state; for a changed one also
+// the pinned definition, which is what the client keeps being shown.
+func (g *Gateway) reconcileDef(ctx context.Context, k store.PinKey, v any, text string) (State, string, json.RawMessage, error) {
+	def, hash, err := definition(v)
 	if err != nil {
-		return StateInvalid, "its definition does not encode: " + err.Error(), t, nil
+		return StateInvalid, "its definition does not encode: " + err.Error(), nil, nil
 	}
 	if len(def) > store.MaxPinDefinitionBytes {
-		return StateInvalid, fmt.Sprintf("its definition is over %d bytes (store.MaxPinDefinitionBytes)", store.MaxPinDefinitionBytes), t, nil
+		return StateInvalid, fmt.Sprintf("its definition is over %d bytes (store.MaxPinDefinitionBytes)", store.MaxPinDefinitionBytes), nil, nil
 	}
-	rep := scanDefinition(t)
+	if err := k.Validate(); err != nil {
+		return StateInvalid, "its name cannot be pinned: " + err.Error(), nil, nil
+	}
+	rep := untrusted.Scan(text)
 	now := g.opts.Now()
-	key := store.PinKey{Server: server, Kind: store.PinTool, Name: t.Name}
-	pin, added, err := g.opts.Pins.AddPin(ctx, store.Pin{PinKey: key, Hash: hash, Definition: def,
+	pin, added, err := g.opts.Pins.AddPin(ctx, store.Pin{PinKey: k, Hash: hash, Definition: def,
 		Accepted: !rep.Flagged, Signals: rep.Names(), Created: now, Updated: now})
 	if err != nil {
-		return "", "", nil, fmt.Errorf("gateway: pinning %s/%s: %w", server, t.Name, err)
+		return "", "", nil, fmt.Errorf("gateway: pinning %s %s/%s: %w", k.Kind, k.Server, k.Name, err)
 	}
 	if added {
 		if rep.Flagged {
-			return StateFlagged, strings.Join(rep.Names(), ", "), t, nil
+			return StateFlagged, strings.Join(rep.Names(), ", "), nil, nil
 		}
-		g.log.Info("gateway: pinned a tool seen for the first time", "server", server, "tool", t.Name, "hash", hash)
-		return StateOffered, "", t, nil
+		g.log.Info("gateway: pinned a definition seen for the first time", "server", k.Server, "kind", k.Kind, "name", k.Name, "hash", hash)
+		return StateOffered, "", nil, nil
 	}
 	if pin.Hash == hash {
 		if pin.SeenHash != "" {
@@ -109,27 +127,23 @@ func (g *Gateway) reconcile(ctx context.Context, server string, t *sdk.Tool) (St
 			// it offered before is forgotten.
 			pin.SeenHash, pin.Seen, pin.SeenSignals, pin.Updated = "", nil, nil, now
 			if _, err := g.opts.Pins.UpdatePin(ctx, pin); err != nil && !errors.Is(err, store.ErrPinChanged) {
-				return "", "", nil, fmt.Errorf("gateway: updating the pin of %s/%s: %w", server, t.Name, err)
+				return "", "", nil, fmt.Errorf("gateway: updating the pin of %s/%s: %w", k.Server, k.Name, err)
 			}
 		}
 		if !pin.Accepted {
-			return StateFlagged, strings.Join(pin.Signals, ", "), t, nil
+			return StateFlagged, strings.Join(pin.Signals, ", "), nil, nil
 		}
-		return StateOffered, "", t, nil
+		return StateOffered, "", nil, nil
 	}
 	if pin.SeenHash != hash {
 		pin.SeenHash, pin.Seen, pin.SeenSignals, pin.Updated = hash, def, rep.Names(), now
 		if _, err := g.opts.Pins.UpdatePin(ctx, pin); err != nil && !errors.Is(err, store.ErrPinChanged) {
-			return "", "", nil, fmt.Errorf("gateway: recording the change of %s/%s: %w", server, t.Name, err)
+			return "", "", nil, fmt.Errorf("gateway: recording the change of %s/%s: %w", k.Server, k.Name, err)
 		}
-		g.log.Warn("gateway: an upstream changed a pinned tool; it is disabled until a person accepts the change",
-			"server", server, "tool", t.Name, "pinned", pin.Hash, "seen", hash)
+		g.log.Warn("gateway: an upstream changed a pinned definition; it is disabled until a person accepts the change",
+			"server", k.Server, "kind", k.Kind, "name", k.Name, "pinned", pin.Hash, "seen", hash)
 	}
-	var pinned sdk.Tool
-	if err := json.Unmarshal(pin.Definition, &pinned); err != nil {
-		pinned = *t
-	}
-	return StateChanged, fmt.Sprintf("pinned %s, now %s", short(pin.Hash), short(hash)), &pinned, nil
+	return StateChanged, fmt.Sprintf("pinned %s, now %s", short(pin.Hash), short(hash)), pin.Definition, nil
 }
 
 func short(hash string) string { return hash[:min(12, len(hash))] }

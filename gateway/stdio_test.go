@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/gateway"
 	"airlock.dev/airlock/gateway/gatewaytest"
@@ -142,5 +144,36 @@ func TestStdioEnvAndSecrets(t *testing.T) {
 	}
 	if strings.Contains(log, hostile.FakeGitHubToken) {
 		t.Errorf("the log holds the secret the upstream wrote to stderr:\n%s", log)
+	}
+}
+
+// TestStdioPromptsAndResources: an upstream's prompts and resources are
+// offered beside its tools, pinned and scanned like them: a poisoned
+// description hides its prompt or resource.
+func TestStdioPromptsAndResources(t *testing.T) {
+	g, _, _ := hostileGateway(t, nil)
+	var prompts, resources []string
+	for _, p := range g.Prompts() {
+		prompts = append(prompts, p.Name)
+	}
+	for _, r := range g.Resources() {
+		resources = append(resources, r.URI)
+	}
+	if len(prompts) != 1 || prompts[0] != "hostile__greeting" {
+		t.Errorf("prompts offered: %v, want only hostile__greeting (the other is poisoned)", prompts)
+	}
+	if len(resources) != 1 || resources[0] != hostile.CleanResourceURI {
+		t.Errorf("resources offered: %v, want only %s", resources, hostile.CleanResourceURI)
+	}
+	res, source, terr := g.GetPrompt(context.Background(), "hostile__greeting", map[string]string{"name": "Ada"})
+	if terr != nil || len(res.Messages) == 0 || !strings.Contains(res.Messages[0].Content.(*sdk.TextContent).Text, "Ada") || source != "mcp:hostile/prompt/greeting" {
+		t.Errorf("greeting: %+v %q %+v", res, source, terr)
+	}
+	if _, _, terr := g.ReadResource(context.Background(), hostile.PoisonedResourceURI); terr == nil || terr.Code != gateway.CodeToolFlagged {
+		t.Errorf("the poisoned resource: %+v", terr)
+	}
+	rr, _, terr := g.ReadResource(context.Background(), hostile.CleanResourceURI)
+	if terr != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "nothing to hide") {
+		t.Errorf("the clean resource: %+v %+v", rr, terr)
 	}
 }

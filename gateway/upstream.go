@@ -185,12 +185,10 @@ func (u *upstream) connect() (*sdk.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), u.cfg.StartTimeout)
 	defer cancel()
 	opts := &sdk.ClientOptions{
-		Logger: u.log,
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			if u.onListChanged != nil {
-				u.onListChanged(u.name)
-			}
-		},
+		Logger:                     u.log,
+		ToolListChangedHandler:     func(context.Context, *sdk.ToolListChangedRequest) { u.listChanged() },
+		PromptListChangedHandler:   func(context.Context, *sdk.PromptListChangedRequest) { u.listChanged() },
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) { u.listChanged() },
 	}
 	if u.cfg.Elicitation == Relay && u.elicit != nil {
 		opts.ElicitationHandler = func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
@@ -225,6 +223,14 @@ func (u *upstream) connect() (*sdk.ClientSession, error) {
 		return nil, err
 	}
 	return cs, nil
+}
+
+// listChanged tells the gateway the upstream says its tools, prompts or
+// resources changed.
+func (u *upstream) listChanged() {
+	if u.onListChanged != nil {
+		u.onListChanged(u.name)
+	}
 }
 
 // refuse is the client's receiving middleware: the upstream's requests

@@ -147,6 +147,10 @@ type Options struct {
 	// caller's role: the gateway hides an upstream tool whose definition
 	// changed or was flagged. A hidden tool's call still goes to the gate.
 	Visible func(name string) bool
+	// Upstream, when set, adds its prompts and resources (the gateway's
+	// upstream servers'); what they return goes through the gate's TakeIn
+	// (upstream.go).
+	Upstream Upstream
 }
 
 // withDefaults returns a copy of opts with every zero field filled in.
@@ -266,6 +270,9 @@ func newServer(g *gate.Gate, opts *Options, tokenRoles bool, stateKey []byte) *s
 	})
 	for _, t := range g.Tools() {
 		s.addTool(srv, t)
+	}
+	if s.opts.Upstream != nil {
+		s.addUpstream(srv)
 	}
 	// Added after the SDK's own multi-round-trip middleware, so around it.
 	srv.AddReceivingMiddleware(s.receive)

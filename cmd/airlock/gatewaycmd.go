@@ -117,7 +117,7 @@ flags:`)
 	}
 	defer rt.Close()
 	opts := &mcp.Options{Name: "airlock-gateway", Version: Version, Role: set.Role, Mode: set.Mode,
-		Instructions: untrusted.Instructions, Logger: serverLog(stderr), Sessions: rt.Store, Visible: gw.Visible}
+		Instructions: untrusted.Instructions, Logger: serverLog(stderr), Sessions: rt.Store, Visible: gw.Visible, Upstream: gw}
 	if askClient { // out-of-band: no Decide, so nobody is asked (see runMCP)
 		opts.Decide = recordDecision(rt.Store)
 	}
