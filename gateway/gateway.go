@@ -146,7 +146,7 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			u.elicit = g.relay(u)
 		}
 		if s.URL != "" {
-			u.http = http.Client{Transport: &headerTransport{headers: httpHeaders(s, g.opts.Credentials)}}
+			u.http = httpClient(s, g.opts.Credentials)
 		} else {
 			u.env = stdioEnv(s, envSecrets(name, g.opts.Credentials))
 		}
@@ -573,17 +573,40 @@ func (g *Gateway) States() []ToolState {
 	return out
 }
 
-// headerTransport adds an HTTP upstream's headers to each request.
+// httpClient is an HTTP upstream's client: its headers and credentials go
+// to the configured host and port only, a redirect elsewhere is refused,
+// and no proxy from the environment sees them.
+func httpClient(s *Server, creds []egress.Credential) http.Client {
+	u, _ := url.Parse(s.URL) // checked by Config.Check
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.Proxy = nil
+	return http.Client{
+		Transport: &headerTransport{host: u.Host, headers: httpHeaders(s, creds), next: base},
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if r.URL.Host != u.Host || len(via) >= 5 {
+				return fmt.Errorf("the upstream redirected to %s; the gateway follows redirects only within %s, at most 5", r.URL.Host, u.Host)
+			}
+			return nil
+		},
+	}
+}
+
+// headerTransport adds an HTTP upstream's headers to each request to its
+// own host.
 type headerTransport struct {
+	host    string
 	headers http.Header
+	next    http.RoundTripper
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, vs := range t.headers {
-		r.Header[k] = vs
+	if r.URL.Host == t.host {
+		r = r.Clone(r.Context())
+		for k, vs := range t.headers {
+			r.Header[k] = vs
+		}
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return t.next.RoundTrip(r)
 }
 
 // httpHeaders are an HTTP upstream's headers: the config's, then the

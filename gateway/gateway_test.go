@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"airlock.dev/airlock/egress"
 	"airlock.dev/airlock/gateway"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/store/sqlite"
@@ -292,5 +293,49 @@ func TestOverrides(t *testing.T) {
 	}
 	if g.Visible("up__write") {
 		t.Error("a hidden tool is visible")
+	}
+}
+
+// TestHTTPCredentials: an HTTP upstream gets its credential from the
+// credentials file, for its own host only: a redirect to another host is
+// refused, and the credential never reaches it.
+func TestHTTPCredentials(t *testing.T) {
+	up := newUpstream(t)
+	var sawAuth, elsewhere atomic.Value
+	inner := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up.srv }, nil)
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawAuth.Store(r.Header.Get("Authorization"))
+		inner.ServeHTTP(w, r)
+	}))
+	defer a.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Store(r.Header.Get("Authorization") + "|" + r.Header.Get("X-Team"))
+		inner.ServeHTTP(w, r)
+	}))
+	defer other.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	creds := []egress.Credential{{Host: "127.0.0.1", Header: "Authorization", Value: "Bearer tok-0123456789", AllowHTTP: true}}
+	c := config(t, map[string]*gateway.Server{
+		"a":  {URL: a.URL, Headers: map[string]string{"X-Team": "docs"}},
+		"rd": {URL: redirect.URL, Headers: map[string]string{"X-Team": "docs"}, StartTimeout: 3 * time.Second},
+	})
+	g, err := gateway.Open(context.Background(), c, &gateway.Options{Pins: openStore(t), Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if got, _ := sawAuth.Load().(string); got != "Bearer tok-0123456789" {
+		t.Errorf("the upstream's own host got Authorization %q", got)
+	}
+	if got, _ := elsewhere.Load().(string); got != "" {
+		t.Errorf("a redirect's target got %q", got)
+	}
+	for _, st := range g.States() {
+		if st.Server == "rd" {
+			t.Errorf("the redirecting server offers %s", st.Name)
+		}
 	}
 }
