@@ -245,6 +245,11 @@ func (h *gatewayHarness) hostileLimits(t *testing.T) {
 	text := g.want(t, "hostile__huge", map[string]any{"bytes": 17 << 20}, "upstream_unavailable")
 	t.Logf("hostile__huge of 17 MiB: %s", text)
 	g.want(t, "steady__echo", map[string]any{"text": "steady"}, "", "steady")
+	// The process whose connection ended is ended too: none is left
+	// behind for each oversized message.
+	if !waitFor(5*time.Second, func() bool { return gone(pid) }) {
+		t.Errorf("the upstream's process %d, whose connection ended, is still there, alive or unreaped", pid)
+	}
 	codes := g.until(t, "hostile__echo", map[string]any{"text": "back"}, "back")
 	t.Logf("after the 17 MiB message, hostile__echo answered %q before it served again", compact(codes))
 	if again := h.upstreamPID(t, g, "echo,huge"); again == pid {
@@ -262,8 +267,8 @@ func (h *gatewayHarness) hostileCrash(t *testing.T) {
 	text := g.want(t, "hostile__crash", map[string]any{}, "upstream_unavailable")
 	t.Logf("hostile__crash: %s", text)
 	g.want(t, "steady__echo", map[string]any{"text": "steady"}, "", "steady")
-	if !waitFor(5*time.Second, func() bool { return !alive(pid) }) {
-		t.Errorf("the crashed upstream's process %d is still there (not reaped)", pid)
+	if !waitFor(5*time.Second, func() bool { return gone(pid) }) {
+		t.Errorf("the crashed upstream's process %d is still there, alive or unreaped", pid)
 	}
 	codes := g.until(t, "hostile__echo", map[string]any{"text": "back"}, "back")
 	t.Logf("after the crash, hostile__echo answered %q before it served again", compact(codes))
@@ -532,14 +537,11 @@ func (h *gatewayHarness) upstreamPID(t *testing.T, g *gatewayProc, tools string)
 	return pids[0]
 }
 
-// alive says whether pid is a process that has not exited.
-func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
+// gone says whether pid has exited and been reaped (a zombie is not
+// gone).
+func gone(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 // procEnviron is a process's environment, as the kernel holds it.
