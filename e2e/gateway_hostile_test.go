@@ -23,19 +23,34 @@ import (
 	"airlock.dev/airlock/gateway/gatewaytest/hostile"
 )
 
-// primedHostileEnv, set in this test binary's environment to a list of
-// the hostile server's tools, makes the binary run that server over its
-// standard input and output, primed: it has answered one tools/list (to
-// itself) before its client's first, so that its client is only ever
-// offered what the hostile server offers from its second listing on (rug
-// as hostile.RugAfter) and never told that the list changed. It stands
-// for an upstream that changed a tool's definition for good, which a
-// person accepted.
-const primedHostileEnv = "AIRLOCK_E2E_PRIMED_HOSTILE"
+// This test binary also runs the hostile server, wrapped, when
+// hostileToolsEnv is in its environment (see TestMain): an upstreams file
+// names the binary as the command, with these variables in its env. The
+// wrapper changes when the server's tools change, which the test must
+// control.
+const (
+	// hostileToolsEnv is the hostile server's tools, comma-separated (""
+	// for all).
+	hostileToolsEnv = "AIRLOCK_E2E_HOSTILE_TOOLS"
+	// hostilePrimedEnv=1: the server has answered one tools/list (to the
+	// wrapper) before its client's first, and the list_changed that
+	// follows is dropped: its client is only ever offered what it offers
+	// from its second listing on (rug as hostile.RugAfter). It stands for
+	// an upstream that changed a tool's definition for good.
+	hostilePrimedEnv = "AIRLOCK_E2E_HOSTILE_PRIMED"
+	// hostileChangeWhenEnv=FILE: the list_changed that the server sends
+	// after its first listing is held until FILE exists, so that the
+	// test chooses the moment of the rug pull.
+	hostileChangeWhenEnv = "AIRLOCK_E2E_HOSTILE_CHANGE_WHEN"
+	// maxHold bounds how long a held list_changed waits for its file, and
+	// holdPoll is how often the wrapper looks.
+	maxHold  = 5 * time.Minute
+	holdPoll = 20 * time.Millisecond
+)
 
 func TestMain(m *testing.M) {
-	if tools, ok := os.LookupEnv(primedHostileEnv); ok {
-		os.Exit(runPrimedHostile(tools))
+	if tools, ok := os.LookupEnv(hostileToolsEnv); ok {
+		os.Exit(runWrappedHostile(tools, os.Getenv(hostilePrimedEnv) == "1", os.Getenv(hostileChangeWhenEnv)))
 	}
 	os.Exit(m.Run())
 }
@@ -43,21 +58,25 @@ func TestMain(m *testing.M) {
 // primedID is the id of the tools/list request that primes the server.
 const primedID = `"airlock-e2e-primed"`
 
-func runPrimedHostile(tools string) int {
+const listChanged = "notifications/tools/list_changed"
+
+func runWrappedHostile(tools string, primed bool, changeWhen string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	primed := make(chan struct{})
-	in := io.MultiReader(
-		strings.NewReader(`{"jsonrpc":"2.0","id":`+primedID+`,"method":"tools/list"}`+"\n"),
-		&heldReader{r: os.Stdin, until: primed},
-	)
-	out := &primingFilter{w: os.Stdout, primed: primed}
+	out := &hostileFilter{w: os.Stdout, priming: primed, primedDone: make(chan struct{}), changeWhen: changeWhen}
+	var in io.Reader = os.Stdin
+	if primed {
+		in = io.MultiReader(
+			strings.NewReader(`{"jsonrpc":"2.0","id":`+primedID+`,"method":"tools/list"}`+"\n"),
+			&heldReader{r: os.Stdin, until: out.primedDone},
+		)
+	}
 	opts := hostile.Options{Stderr: os.Stderr}
 	if tools != "" {
 		opts.Tools = strings.Split(tools, ",")
 	}
 	if err := hostile.Serve(ctx, in, out, opts); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(os.Stderr, "primed hostile server: %v\n", err)
+		fmt.Fprintf(os.Stderr, "wrapped hostile server: %v\n", err)
 		return 1
 	}
 	return 0
@@ -74,18 +93,21 @@ func (h *heldReader) Read(p []byte) (int, error) {
 	return h.r.Read(p)
 }
 
-// primingFilter drops the answer to the priming tools/list and the
-// notifications/tools/list_changed that follows it, then closes primed.
-// The hostile server writes one whole message a Write.
-type primingFilter struct {
-	w      io.Writer
-	primed chan struct{}
-	once   sync.Once
-	mu     sync.Mutex
-	state  int // 0: waiting for the answer; 1: for the notification; 2: passing all
+// hostileFilter is the wrapped server's output. Primed, it drops the
+// answer to the priming tools/list and the list_changed that follows it,
+// then closes primedDone; with changeWhen, it holds the first
+// list_changed until that file exists. The hostile server writes one
+// whole message a Write.
+type hostileFilter struct {
+	w          io.Writer
+	mu         sync.Mutex
+	priming    bool // dropping the answer to the priming tools/list
+	dropNext   bool // dropping the list_changed that follows it
+	primedDone chan struct{}
+	changeWhen string
 }
 
-func (f *primingFilter) Write(p []byte) (int, error) {
+func (f *hostileFilter) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var m struct {
@@ -94,15 +116,42 @@ func (f *primingFilter) Write(p []byte) (int, error) {
 	}
 	_ = json.Unmarshal(p, &m)
 	switch {
-	case f.state == 0 && string(m.ID) == primedID:
-		f.state = 1
+	case f.priming && string(m.ID) == primedID:
+		f.priming, f.dropNext = false, true
 		return len(p), nil
-	case f.state == 1 && m.Method == "notifications/tools/list_changed":
-		f.state = 2
-		f.once.Do(func() { close(f.primed) })
+	case f.dropNext && m.Method == listChanged:
+		f.dropNext = false
+		close(f.primedDone)
+		return len(p), nil
+	case f.changeWhen != "" && m.Method == listChanged:
+		go f.release(f.changeWhen, bytes.Clone(p))
+		f.changeWhen = ""
 		return len(p), nil
 	}
 	return f.w.Write(p)
+}
+
+// release writes msg once path exists, for at most maxHold.
+func (f *hostileFilter) release(path string, msg []byte) {
+	for deadline := time.Now().Add(maxHold); time.Now().Before(deadline); time.Sleep(holdPoll) {
+		if _, err := os.Stat(path); err == nil {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			_, _ = f.w.Write(msg)
+			return
+		}
+	}
+}
+
+// wrappedHostile is the upstream config of this binary running the
+// hostile server offering tools, wrapped as env (pairs of the variables
+// above and their values) says.
+func (h *gatewayHarness) wrappedHostile(tools string, env ...string) map[string]any {
+	vars := map[string]string{hostileToolsEnv: tools}
+	for i := 0; i+1 < len(env); i += 2 {
+		vars[env[i]] = env[i+1]
+	}
+	return map[string]any{"command": h.self, "env": vars}
 }
 
 // hostileServer is the upstream config of the hostile server offering
@@ -149,18 +198,31 @@ func (s *gwSpace) pins(t *testing.T, file string) map[string]pinView {
 	return pins
 }
 
-// hostileRug: the hostile server changes rug's description after the
-// first listing and says so; the gateway disables rug (gone from
-// tools/list, tool_changed when called) and keeps poisoned hidden
-// (tool_flagged). `airlock gateway pins` shows the change as a diff;
-// once `airlock gateway accept`ed, a new gateway, whose upstream offers
-// the accepted definitions, offers both.
+// hostileRug: rug, offered and working, is changed by the hostile server
+// (a later listing describes it as RugAfter, and the server says its
+// tools changed, at a moment the test chooses); the gateway disables it
+// (gone from tools/list, tool_changed when called) and keeps poisoned
+// hidden (tool_flagged). `airlock gateway pins` shows the change as a
+// diff; once `airlock gateway accept`ed, a new gateway, whose upstream
+// offers the accepted definitions, offers both.
 func (h *gatewayHarness) hostileRug(t *testing.T) {
 	s := h.space(t)
-	file := upstreams(t, map[string]any{"hostile": h.hostileServer("echo,rug,poisoned")})
+	change := filepath.Join(t.TempDir(), "change")
+	file := upstreams(t, map[string]any{"hostile": h.wrappedHostile("echo,rug,poisoned", hostileChangeWhenEnv, change)})
 	g := s.gateway(t, file, nil, "--mode", "auto")
+	tools := g.toolList(t)
+	if tl := tools["hostile__rug"]; tl == nil || tl.Description != hostile.RugBefore {
+		t.Fatalf("before the change, hostile__rug is %+v; want it offered, described as RugBefore", tl)
+	}
+	token := fmt.Sprintf("rug %d", time.Now().UnixNano())
+	g.want(t, "hostile__rug", map[string]any{"text": token}, "", token)
+
+	// The rug pull: the upstream now describes rug as RugAfter, and says
+	// that its tools changed.
+	if err := os.WriteFile(change, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	var tools map[string]*sdk.Tool
 	for {
 		if tools = g.toolList(t); tools["hostile__rug"] == nil {
 			break
@@ -173,7 +235,6 @@ func (h *gatewayHarness) hostileRug(t *testing.T) {
 	if tools["hostile__echo"] == nil || tools["hostile__poisoned"] != nil {
 		t.Errorf("tools/list: %q; want hostile__echo, and not hostile__poisoned (flagged)", sortedNames(tools))
 	}
-	token := fmt.Sprintf("rug %d", time.Now().UnixNano())
 	g.want(t, "hostile__rug", map[string]any{"text": token}, "tool_changed")
 	g.want(t, "hostile__poisoned", map[string]any{"a": 1, "b": 2}, "tool_flagged")
 	g.want(t, "hostile__echo", map[string]any{"text": token}, "", token)
@@ -200,9 +261,7 @@ func (h *gatewayHarness) hostileRug(t *testing.T) {
 		t.Errorf("the pin of hostile__poisoned once accepted: %+v; want offered", p)
 	}
 
-	primed := upstreams(t, map[string]any{"hostile": map[string]any{
-		"command": h.self, "env": map[string]string{primedHostileEnv: "echo,rug,poisoned"},
-	}})
+	primed := upstreams(t, map[string]any{"hostile": h.wrappedHostile("echo,rug,poisoned", hostilePrimedEnv, "1")})
 	g2 := s.gateway(t, primed, nil, "--mode", "auto")
 	tools = g2.toolList(t)
 	if tl := tools["hostile__rug"]; tl == nil || tl.Description != hostile.RugAfter {
@@ -216,6 +275,7 @@ func (h *gatewayHarness) hostileRug(t *testing.T) {
 	g2.close()
 	entries, _ := s.audit(t)
 	wantAudited(t, entries,
+		auditEntry{Tool: "hostile__rug"},
 		auditEntry{Tool: "hostile__rug", Code: "tool_changed"},
 		auditEntry{Tool: "hostile__poisoned", Code: "tool_flagged"},
 		auditEntry{Tool: "hostile__echo"},
