@@ -2,6 +2,9 @@
 // official TypeScript SDK (client.mjs), the MCP Inspector's CLI
 // (inspector.sh) and the official conformance suite (conformance.sh), over
 // stdio (`airlock mcp`) and Streamable HTTP (`airlock serve`).
+// TestGateway (gateway_test.go) does the same for `airlock gateway`, with
+// real MCP servers behind it: the reference ones from npm and the hostile
+// one of gateway/gatewaytest/hostile.
 //
 // The clients are Node packages pinned in package-lock.json; e2e/setup.sh
 // installs them. The test runs setup.sh itself (a no-op once node_modules
