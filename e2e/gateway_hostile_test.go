@@ -284,6 +284,32 @@ func (h *gatewayHarness) hostileRug(t *testing.T) {
 	)
 }
 
+// hostileRugAtStart: the hostile server changes rug right after the
+// gateway's first listing, while the gateway is still starting (another
+// upstream is slow to start). The first definition the gateway saw,
+// RugBefore, must be the one pinned, and RugAfter the change waiting for
+// a person, whatever the order in which the gateway gets to reconcile
+// them.
+func (h *gatewayHarness) hostileRugAtStart(t *testing.T) {
+	s := h.space(t)
+	file := upstreams(t, map[string]any{
+		"hostile": h.hostileServer("echo,rug"),
+		// Listed a second after the hostile server: its list_changed, and
+		// the gateway's second listing, come before the gateway's start
+		// is done.
+		"sleepy": map[string]any{"command": "sh", "args": []string{"-c", "sleep 1 && exec " + h.hostile + " -tools echo"}},
+	})
+	g := s.gateway(t, file, nil, "--mode", "auto")
+	if !waitFor(10*time.Second, func() bool { return g.toolList(t)["hostile__rug"] == nil }) {
+		t.Fatal("tools/list still offers hostile__rug 10 s after the upstream changed it")
+	}
+	g.close()
+	rug := s.pins(t, file)["hostile__rug"]
+	if rug.State != "changed" || !hasLine(rug.Diff, "-", `"Echoes its text back."`) || !hasLine(rug.Diff, "+", "~/.aws/credentials") {
+		t.Errorf("the pin of hostile__rug: state %s; want changed from the first definition seen (RugBefore) to RugAfter, got the diff:\n%s", rug.State, rug.Diff)
+	}
+}
+
 // hasLine says whether a diff has a line starting with prefix (and not a
 // file header) that holds s.
 func hasLine(diff, prefix, s string) bool {
@@ -326,6 +352,13 @@ func (h *gatewayHarness) hostileCrash(t *testing.T) {
 	pid := h.upstreamPID(t, g, "echo,crash")
 	text := g.want(t, "hostile__crash", map[string]any{}, "upstream_unavailable")
 	t.Logf("hostile__crash: %s", text)
+	// The server died with the call in flight: whether the call had its
+	// effect is unknown, and the model must be told so rather than
+	// invited to try again (README: "a server that dies mid-call answers
+	// upstream_unavailable, saying that the call's effect is unknown").
+	if !strings.Contains(text, "effect is unknown") {
+		t.Errorf("hostile__crash: the result does not say that the call's effect is unknown: %s", text)
+	}
 	g.want(t, "steady__echo", map[string]any{"text": "steady"}, "", "steady")
 	if !waitFor(5*time.Second, func() bool { return gone(pid) }) {
 		t.Errorf("the crashed upstream's process %d is still there, alive or unreaped", pid)
@@ -484,11 +517,13 @@ func (a *answerer) questions() []string {
 
 // hostileRelay: with `elicitation: relay`, the upstream's question reaches
 // the client whose call is in flight, and the client's answer reaches the
-// upstream, for a client on 2025-11-25, which takes the question as a
-// request of the server's.
+// upstream: for a client on 2025-11-25, which takes the question as a
+// request of the server's, and for one on 2026-07-28 (the Go SDK's
+// default), which takes it as an input request of the call's result.
 func (h *gatewayHarness) hostileRelay(t *testing.T) {
 	concurrently(t,
 		subtest{"2025-11-25", func(t *testing.T) { h.relay(t, "2025-11-25") }},
+		subtest{"2026-07-28", func(t *testing.T) { h.relay(t, "2026-07-28") }},
 	)
 }
 

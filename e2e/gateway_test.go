@@ -71,6 +71,7 @@ func TestGateway(t *testing.T) {
 		subtest{"npm/operator", h.npmOperator},
 		subtest{"npm/memory", h.npmMemory},
 		subtest{"hostile/rug", h.hostileRug},
+		subtest{"hostile/rug-at-start", h.hostileRugAtStart},
 		subtest{"hostile/limits", h.hostileLimits},
 		subtest{"hostile/crash", h.hostileCrash},
 		subtest{"hostile/slow", h.hostileSlow},
@@ -449,8 +450,10 @@ func (h *gatewayHarness) npmMemory(t *testing.T) {
 	g := s.gateway(t, file, nil, "--mode", "auto-edit")
 	listed := g.tools(t)
 	g.close()
-	// Those of the memory server's tools that the injection scanner flags
-	// wait for a person, who accepts them here so that the rest runs on.
+	// The memory server's tools are plain operations on a graph, their
+	// definitions free of instructions: none should be flagged. Those
+	// that are wait for a person, who accepts them here so that the
+	// rest runs on.
 	var flagged, signals []string
 	for name, p := range s.pins(t, file) {
 		if p.State == "flagged" {
@@ -460,7 +463,7 @@ func (h *gatewayHarness) npmMemory(t *testing.T) {
 	}
 	if len(flagged) > 0 {
 		slices.Sort(signals)
-		t.Logf("the gateway hides %d of the memory server's tools as flagged by the injection scanner: %q; tools/list offered only %q", len(flagged), signals, listed)
+		t.Errorf("the gateway hides %d of the memory server's plain tools as flagged by the injection scanner: %q; tools/list offered only %q", len(flagged), signals, listed)
 		s.airlock(t, append([]string{"gateway", "accept", "--workspace", s.dir, "--upstreams", file}, flagged...)...)
 	}
 	g = s.gateway(t, file, nil, "--mode", "auto-edit")
