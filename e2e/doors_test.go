@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 // doorEnv is the environment of every airlock process of one test: no
 // developer settings, mode auto (so writes run without asking), and an
 // approval key of the test's own.
-func doorEnv(t *testing.T) []string {
+func doorEnv(t testing.TB) []string {
 	return append(cleanEnv(), "AIRLOCK_MODE=auto", "XDG_CONFIG_HOME="+t.TempDir())
 }
 
@@ -30,20 +31,35 @@ func stdioClient(t *testing.T, bin, ws string, env []string) *sdk.ClientSession 
 	cmd := exec.Command(bin, "mcp", "--workspace", ws)
 	cmd.Env = env
 	cmd.Dir = t.TempDir()
+	return commandClient(t, cmd)
+}
+
+// commandClient connects the official Go SDK's client to cmd over its
+// stdin and stdout; the session is closed when the test ends.
+func commandClient(t testing.TB, cmd *exec.Cmd) *sdk.ClientSession {
+	t.Helper()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		t.Fatalf("airlock mcp: %v", err)
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 
-// httpClient connects the official Go SDK's client to airlock serve.
-func httpClient(t *testing.T, url string) *sdk.ClientSession {
+// httpClient connects the official Go SDK's client to an MCP server over
+// Streamable HTTP (airlock serve, airlock gateway --http, mcp-proxy).
+func httpClient(t testing.TB, url string) *sdk.ClientSession {
 	t.Helper()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	return httpClientWith(t, url, nil)
+}
+
+// httpClientWith is httpClient whose requests go through hc (nil:
+// http.DefaultClient).
+func httpClientWith(t testing.TB, url string, hc *http.Client) *sdk.ClientSession {
+	t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
 	if err != nil {
-		t.Fatalf("airlock serve: %v", err)
+		t.Fatalf("connecting to %s: %v", url, err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs

@@ -2,9 +2,6 @@
 // official TypeScript SDK (client.mjs), the MCP Inspector's CLI
 // (inspector.sh) and the official conformance suite (conformance.sh), over
 // stdio (`airlock mcp`) and Streamable HTTP (`airlock serve`).
-// TestGateway (gateway_test.go) does the same for `airlock gateway`, with
-// real MCP servers behind it: the reference ones from npm and the hostile
-// one of gateway/gatewaytest/hostile.
 //
 // The clients are Node packages pinned in package-lock.json; e2e/setup.sh
 // installs them. The test runs setup.sh itself (a no-op once node_modules
@@ -92,7 +89,7 @@ func TestMCPClients(t *testing.T) {
 // passing result against the files its test process touched, and it does
 // not see what subprocesses read; without this, a change to the server
 // would be answered with a cached pass.
-func noteInputs(t *testing.T, root string) {
+func noteInputs(t testing.TB, root string) {
 	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -133,7 +130,7 @@ func setup(t *testing.T, e2eDir string) string {
 }
 
 // buildAirlock builds cmd/airlock into the test's temporary directory.
-func buildAirlock(t *testing.T, e2eDir string) string {
+func buildAirlock(t testing.TB, e2eDir string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "airlock")
 	out, err := run(e2eDir, os.Environ(), buildTimeout, "go", "build", "-o", bin, "../cmd/airlock")
@@ -156,7 +153,7 @@ func cleanEnv() []string {
 	return env
 }
 
-func workspace(t *testing.T, name string) string {
+func workspace(t testing.TB, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -166,21 +163,21 @@ func workspace(t *testing.T, name string) string {
 }
 
 // serve starts airlock serve on a free loopback port, with the extra
-// flags given, in its own process group, waits for /healthz, and returns
-// the /mcp URL. The server and anything it started are killed when the
-// test ends.
+// flags given, and returns the /mcp URL (see startHTTP).
 func serve(t *testing.T, bin, ws string, env []string, extra ...string) string {
 	t.Helper()
-	addr := freeAddr(t)
-	return startHTTP(t, bin, addr, env, append([]string{"serve", "--addr", addr, "--workspace", ws}, extra...)...)
+	url, _ := startHTTP(t, bin, env, "serve", append([]string{"--workspace", ws}, extra...)...)
+	return url
 }
 
-// startHTTP starts bin with args (an airlock command serving HTTP on
-// addr: serve, or gateway --http) as serve does, and returns its /mcp
-// URL once /healthz answers.
-func startHTTP(t *testing.T, bin, addr string, env []string, args ...string) string {
+// startHTTP starts `bin sub --addr ADDR args...` (airlock serve, or
+// airlock gateway --http) on a free loopback port, in its own process
+// group, waits for /healthz, and returns the /mcp URL and the process's
+// id. The server and anything it started are killed when the test ends.
+func startHTTP(t testing.TB, bin string, env []string, sub string, args ...string) (url string, pid int) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, append([]string{sub, "--addr", addr}, args...)...)
 	// Its own directory, so that no airlock.yaml around the test is read.
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
@@ -189,14 +186,14 @@ func startHTTP(t *testing.T, bin, addr string, env []string, args ...string) str
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = killGrace
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("airlock %s: %v", args[0], err)
+		t.Fatalf("airlock %s: %v", sub, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		stopGroup(cmd.Process.Pid, exited)
 		if t.Failed() {
-			t.Logf("airlock %s's output:\n%s", args[0], logs.String())
+			t.Logf("airlock %s's output:\n%s", sub, logs.String())
 		}
 	})
 
@@ -207,18 +204,18 @@ func startHTTP(t *testing.T, bin, addr string, env []string, args ...string) str
 		select {
 		case err := <-exited:
 			exited <- err // for the cleanup
-			t.Fatalf("airlock %s exited before it was healthy (%v):\n%s", strings.Join(args, " "), err, logs.String())
+			t.Fatalf("airlock %s --addr %s exited before it was healthy (%v):\n%s", sub, addr, err, logs.String())
 		default:
 		}
 		resp, err := client.Get(health)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return "http://" + addr + "/mcp"
+				return "http://" + addr + "/mcp", cmd.Process.Pid
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("airlock %s: %s not healthy within %v (last: %v):\n%s", args[0], health, healthTimeout, describe(resp, err), logs.String())
+			t.Fatalf("airlock %s: %s not healthy within %v (last: %v):\n%s", sub, health, healthTimeout, describe(resp, err), logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -232,7 +229,7 @@ func describe(resp *http.Response, err error) string {
 }
 
 // freeAddr returns a loopback address with a port nobody listens on now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -540,8 +540,7 @@ func (h *gatewayHarness) typescript(t *testing.T) {
 func (h *gatewayHarness) conformance(t *testing.T) {
 	s := h.space(t)
 	file := upstreams(t, map[string]any{"everything": npmServer(gatewaytest.Everything(t), nil)})
-	addr := freeAddr(t)
-	url := startHTTP(t, h.airlock, addr, s.env, "gateway", "--http", "--addr", addr, "--upstreams", file, "--workspace", s.dir)
+	url, _ := startHTTP(t, h.airlock, s.env, "gateway", "--http", "--upstreams", file, "--workspace", s.dir)
 	env := append(slices.Clone(s.env), "EXPECTED_FAILURES=gateway-expected-failures.txt")
 	out, err := run(h.e2eDir, env, conformanceTimeout, "bash", "conformance.sh", url)
 	if err != nil {
