@@ -135,9 +135,12 @@ func gatewayArgs(upstreams, ws string) []string {
 // server-everything, the same client to airlock gateway in front of it,
 // and the client over Streamable HTTP to mcp-proxy in front of it. It
 // reports each one's p50, p90 and p99 in µs, the gateway's ratios to the
-// other two, and the gate's own cost in the gateway (the stages of the
-// gateway's audit records other than execute, which is the upstream's
-// round trip).
+// other two, and the gate's own cost in the gateway: per call, the sum
+// of the stages in its audit record other than execute (the upstream's
+// round trip, reported apart), p50 over the timed calls. Each stage is
+// recorded in whole microseconds, rounded down, so the sum may fall short
+// by up to one microsecond a stage; and the audit append itself, after
+// the last stage, is in none of them.
 //
 //	go test ./e2e -run '^$' -bench GatewayEcho -benchtime 3000x
 func BenchmarkGatewayEcho(b *testing.B) {
