@@ -517,9 +517,10 @@ func (a *answerer) questions() []string {
 
 // hostileRelay: with `elicitation: relay`, the upstream's question reaches
 // the client whose call is in flight, and the client's answer reaches the
-// upstream: for a client on 2025-11-25, which takes the question as a
-// request of the server's, and for one on 2026-07-28 (the Go SDK's
-// default), which takes it as an input request of the call's result.
+// upstream, for a client on 2025-11-25, which takes the question as a
+// request of the server's. A client on 2026-07-28 (the Go SDK's default)
+// takes questions only as input requests of a call's result, which the
+// gateway does not relay: the upstream is told so, and nobody is asked.
 func (h *gatewayHarness) hostileRelay(t *testing.T) {
 	concurrently(t,
 		subtest{"2025-11-25", func(t *testing.T) { h.relay(t, "2025-11-25") }},
@@ -539,6 +540,13 @@ func (h *gatewayHarness) relay(t *testing.T, version string) {
 	}), client.options(), version, "--mode", "auto")
 	if got := g.cs.InitializeResult().ProtocolVersion; got != version {
 		t.Fatalf("the gateway negotiated protocol version %s, want %s", got, version)
+	}
+	if version == "2026-07-28" {
+		g.want(t, "hostile__elicit", map[string]any{"message": question}, "", "refused: ", "cannot ask the client")
+		if asked := client.questions(); len(asked) != 0 {
+			t.Errorf("the client was asked %q", asked)
+		}
+		return
 	}
 	g.want(t, "hostile__elicit", map[string]any{"message": question}, "", "answered: ", `"action":"accept"`, `"note":"`+answer+`"`)
 	if asked := client.questions(); len(asked) != 1 || asked[0] != question {

@@ -113,7 +113,7 @@ func (g *Gateway) admitExtras(ctx context.Context, server string, prompts []*sdk
 // refreshExtras disables each of a server's offered prompts and
 // resources whose listed definition no longer matches its pin.
 func (g *Gateway) refreshExtras(ctx context.Context, server string, prompts []*sdk.Prompt, resources []*sdk.Resource) error {
-	check := func(name string, k store.PinKey, v any, text string) error {
+	check := func(name string, k store.PinKey, v any, text []string) error {
 		st, reason, _, err := g.reconcileDef(ctx, k, v, text)
 		if err != nil {
 			return err
@@ -140,16 +140,16 @@ func (g *Gateway) refreshExtras(ctx context.Context, server string, prompts []*s
 }
 
 // promptText and resourceText are what a model reads of a definition,
-// for the scanner.
-func promptText(p *sdk.Prompt) string {
-	text := p.Title + "\n" + p.Description
+// piece by piece, for the scanner.
+func promptText(p *sdk.Prompt) []string {
+	out := []string{p.Title, p.Description}
 	for _, a := range p.Arguments {
-		text += "\n" + a.Title + "\n" + a.Description
+		out = append(out, a.Title, a.Description)
 	}
-	return text
+	return out
 }
 
-func resourceText(r *sdk.Resource) string { return r.Title + "\n" + r.Name + "\n" + r.Description }
+func resourceText(r *sdk.Resource) []string { return []string{r.Title, r.Name, r.Description} }
 
 func (g *Gateway) addExtra(e *extra) {
 	g.mu.Lock()

@@ -79,6 +79,16 @@ type Gateway struct {
 	mu     sync.RWMutex
 	tools  map[string]*entry // by the name the client sees
 	extras map[string]*extra // prompts by the name the client sees, resources by URI
+	// opened is set when Open has admitted every server's first
+	// listing: a list_changed before then is kept in changed and acted
+	// on after, so that the first definition seen is what is pinned.
+	opened  bool
+	changed map[string]bool
+	// announced are the new tools already logged as waiting for the next
+	// start.
+	announced map[string]bool
+	// refreshing serializes the refreshes of each server.
+	refreshing map[string]*sync.Mutex
 }
 
 // warn logs msg with err, redacted.
@@ -117,7 +127,8 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if opts == nil || opts.Pins == nil {
 		return nil, errors.New("gateway: no store for pins (Options.Pins): a gateway that cannot pin tools offers none")
 	}
-	g := &Gateway{cfg: cfg, opts: *opts, ups: map[string]*upstream{}, tools: map[string]*entry{}, extras: map[string]*extra{}}
+	g := &Gateway{cfg: cfg, opts: *opts, ups: map[string]*upstream{}, tools: map[string]*entry{}, extras: map[string]*extra{},
+		changed: map[string]bool{}, announced: map[string]bool{}, refreshing: map[string]*sync.Mutex{}}
 	if g.opts.Now == nil {
 		g.opts.Now = time.Now
 	}
@@ -151,6 +162,7 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			u.env = stdioEnv(s, envSecrets(name, g.opts.Credentials))
 		}
 		g.ups[name] = u
+		g.refreshing[name] = new(sync.Mutex)
 	}
 	// Every upstream starts and is listed at once; each within its own
 	// StartTimeout.
@@ -192,6 +204,13 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			g.Close()
 			return nil, err
 		}
+	}
+	g.mu.Lock()
+	g.opened = true
+	changed := slices.Sorted(maps.Keys(g.changed))
+	g.mu.Unlock()
+	for _, server := range changed {
+		g.listChanged(server)
 	}
 	return g, nil
 }
@@ -408,17 +427,18 @@ func (u *upstream) call(ctx context.Context, e *entry, c *tool.Call, redact func
 	case callCtx.Err() != nil:
 		return tool.Fail(tool.CodeDeadlineExceeded, fmt.Sprintf("the %s server did not answer within %s (its timeout)", e.server, u.cfg.Timeout),
 			"Try again with less work, or ask the operator to raise the server's timeout in the gateway config"), nil
-	case errors.Is(err, sdk.ErrConnectionClosed):
-		return tool.Fail(CodeUpstreamUnavailable, fmt.Sprintf("the %s server ended during the call; whether the call had its effect is unknown", e.server),
-			"Check the effect before trying again; the server is restarted on the next call"), nil
 	default:
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
 			return tool.Fail(CodeUpstreamError, fmt.Sprintf("the %s server refused the call (JSON-RPC error %d)", e.server, werr.Code),
 				"Check the arguments against the tool's schema, or use another tool"), nil
 		}
-		return tool.Fail(CodeUpstreamUnavailable, redact(fmt.Sprintf("the call to the %s server failed: %v", e.server, err)),
-			"Try again; if it keeps failing, the operator can find the cause in airlock's log"), nil
+		// The connection ended (a crash, a malformed or oversized
+		// message), or the answer could not be read: either way the
+		// upstream may have acted. Its own words go to the log only.
+		u.log.Warn("gateway: an upstream call ended without a result", "server", e.server, "tool", e.upstream, "error", redact(err.Error()))
+		return tool.Fail(CodeUpstreamUnavailable, fmt.Sprintf("the %s server gave no result (it ended, or its answer could not be read); whether the call had its effect is unknown", e.server),
+			"Check the effect before trying again; if the server ended, the next call starts it again"), nil
 	}
 	return result(e, res), nil
 }
@@ -499,6 +519,13 @@ func (g *Gateway) Close() error {
 // listChanged re-reads a server's tools when it says they changed, so
 // that a changed definition is noticed (and disabled) at once.
 func (g *Gateway) listChanged(server string) {
+	g.mu.Lock()
+	if !g.opened {
+		g.changed[server] = true
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.Servers[server].StartTimeout)
 		defer cancel()
@@ -516,6 +543,8 @@ func (g *Gateway) Refresh(ctx context.Context, server string) error {
 	if !ok {
 		return fmt.Errorf("no server %q", server)
 	}
+	g.refreshing[server].Lock()
+	defer g.refreshing[server].Unlock()
 	tools, err := u.listTools(ctx)
 	if err != nil {
 		return err
@@ -529,7 +558,8 @@ func (g *Gateway) Refresh(ctx context.Context, server string) error {
 		g.mu.Lock()
 		e, known := g.tools[name]
 		switch {
-		case !known:
+		case !known && !g.announced[name]:
+			g.announced[name] = true
 			g.log.Warn("gateway: the upstream offers a new tool; it is offered from the next start", "tool", name)
 		case e.state == StateOffered && st != StateOffered:
 			e.state, e.reason = st, reason

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,45 +38,65 @@ func definition(v any) (json.RawMessage, string, error) {
 	return c, hex.EncodeToString(sum[:]), nil
 }
 
-// definitionText is the text of a tool's definition a model reads: its
-// description and title, and every description and title inside its
-// schemas (a common place to hide instructions), for the scanner.
-func definitionText(t *sdk.Tool) string {
-	var b strings.Builder
-	b.WriteString(t.Title)
-	b.WriteByte('\n')
-	b.WriteString(t.Description)
+// definitionText is the text of a tool's definition a model reads, piece
+// by piece: its title and description, and every description and title
+// inside its schemas (a common place to hide instructions), for the
+// scanner.
+func definitionText(t *sdk.Tool) []string {
+	out := []string{t.Title, t.Description}
 	if t.Annotations != nil {
-		b.WriteByte('\n')
-		b.WriteString(t.Annotations.Title)
+		out = append(out, t.Annotations.Title)
 	}
 	for _, s := range []any{t.InputSchema, t.OutputSchema} {
 		raw, _ := json.Marshal(s)
 		var v any
 		if json.Unmarshal(raw, &v) == nil {
-			schemaText(&b, v)
+			out = schemaText(out, v)
 		}
 	}
-	return b.String()
+	return out
 }
 
 // schemaText appends every description and title string in a schema.
-func schemaText(b *strings.Builder, v any) {
+func schemaText(out []string, v any) []string {
 	switch v := v.(type) {
 	case map[string]any:
-		for k, x := range v {
-			if s, ok := x.(string); ok && (k == "description" || k == "title") {
-				b.WriteByte('\n')
-				b.WriteString(s)
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if s, ok := v[k].(string); ok && (k == "description" || k == "title") {
+				out = append(out, s)
 			} else {
-				schemaText(b, x)
+				out = schemaText(out, v[k])
 			}
 		}
 	case []any:
 		for _, x := range v {
-			schemaText(b, x)
+			out = schemaText(out, x)
 		}
 	}
+	return out
+}
+
+// scanPieces scans each piece of a definition's text on its own: a
+// definition is flagged when one piece is. The pieces are short and
+// unrelated (a field's description, the next field's), and scanned as one
+// text their run of imperative phrases read to the scanner's model as
+// instructions where none is.
+func scanPieces(pieces []string) (flagged bool, signals []string) {
+	for _, p := range pieces {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		if rep := untrusted.Scan(p); rep.Flagged {
+			flagged = true
+			for _, n := range rep.Names() {
+				if !slices.Contains(signals, n) {
+					signals = append(signals, n)
+				}
+			}
+		}
+	}
+	slices.Sort(signals)
+	return flagged, signals
 }
 
 // reconcile compares one listed tool with its pin, pinning it when it is
@@ -93,10 +115,10 @@ func (g *Gateway) reconcile(ctx context.Context, server string, t *sdk.Tool) (St
 }
 
 // reconcileDef compares one listed definition v with the pin of k,
-// pinning it when it is the first seen (hidden if text, what a model
-// reads of it, is flagged), and gives its state; for a changed one also
+// pinning it when it is the first seen (hidden if a piece of text, what a
+// model reads of it, is flagged), and gives its state; for a changed one also
 // the pinned definition, which is what the client keeps being shown.
-func (g *Gateway) reconcileDef(ctx context.Context, k store.PinKey, v any, text string) (State, string, json.RawMessage, error) {
+func (g *Gateway) reconcileDef(ctx context.Context, k store.PinKey, v any, text []string) (State, string, json.RawMessage, error) {
 	def, hash, err := definition(v)
 	if err != nil {
 		return StateInvalid, "its definition does not encode: " + err.Error(), nil, nil
@@ -107,16 +129,16 @@ func (g *Gateway) reconcileDef(ctx context.Context, k store.PinKey, v any, text 
 	if err := k.Validate(); err != nil {
 		return StateInvalid, "its name cannot be pinned: " + err.Error(), nil, nil
 	}
-	rep := untrusted.Scan(text)
+	flagged, signals := scanPieces(text)
 	now := g.opts.Now()
 	pin, added, err := g.opts.Pins.AddPin(ctx, store.Pin{PinKey: k, Hash: hash, Definition: def,
-		Accepted: !rep.Flagged, Signals: rep.Names(), Created: now, Updated: now})
+		Accepted: !flagged, Signals: signals, Created: now, Updated: now})
 	if err != nil {
 		return "", "", nil, fmt.Errorf("gateway: pinning %s %s/%s: %w", k.Kind, k.Server, k.Name, err)
 	}
 	if added {
-		if rep.Flagged {
-			return StateFlagged, strings.Join(rep.Names(), ", "), nil, nil
+		if flagged {
+			return StateFlagged, strings.Join(signals, ", "), nil, nil
 		}
 		g.log.Info("gateway: pinned a definition seen for the first time", "server", k.Server, "kind", k.Kind, "name", k.Name, "hash", hash)
 		return StateOffered, "", nil, nil
@@ -136,7 +158,7 @@ func (g *Gateway) reconcileDef(ctx context.Context, k store.PinKey, v any, text 
 		return StateOffered, "", nil, nil
 	}
 	if pin.SeenHash != hash {
-		pin.SeenHash, pin.Seen, pin.SeenSignals, pin.Updated = hash, def, rep.Names(), now
+		pin.SeenHash, pin.Seen, pin.SeenSignals, pin.Updated = hash, def, signals, now
 		if _, err := g.opts.Pins.UpdatePin(ctx, pin); err != nil && !errors.Is(err, store.ErrPinChanged) {
 			return "", "", nil, fmt.Errorf("gateway: recording the change of %s/%s: %w", k.Server, k.Name, err)
 		}
@@ -165,7 +187,12 @@ func (g *Gateway) relay(u *upstream) func(context.Context, string, *sdk.ElicitRe
 			g.log.Warn("gateway: refused an elicitation request that belongs to no single call", "server", server, "calls_in_flight", n)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "airlock's gateway relays elicitation only during one call of this server"}
 		}
-		return g.opts.Elicit(callCtx, server, req)
+		res, err := g.opts.Elicit(callCtx, server, req)
+		if err != nil {
+			g.warn("gateway: could not relay an elicitation request to the client", err, "server", server)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "airlock's gateway cannot ask the client: it takes no questions during a call (no elicitation capability, or protocol 2026-07-28, where questions come only with a call's result)"}
+		}
+		return res, nil
 	}
 }
 
@@ -220,12 +247,25 @@ func DefinitionDiff(from, to json.RawMessage) string {
 	return d
 }
 
+// indent writes a definition for a person to read: indented, and with
+// <, > and & as themselves, not the \u003c escapes that JSON encoding
+// (and so the pin) uses, which would hide the very markup a reviewer
+// looks for.
 func indent(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Indent(&b, raw, "", "  ") != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
 		return string(raw) + "\n"
 	}
-	return b.String() + "\n"
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return string(raw) + "\n"
+	}
+	return b.String()
 }
 
 // ErrNothingToAccept is Accept's answer for a pin that waits on no one.
