@@ -117,7 +117,15 @@ flags:`)
 	}
 	defer rt.Close()
 	opts := &mcp.Options{Name: "airlock-gateway", Version: Version, Role: set.Role, Mode: set.Mode,
-		Instructions: untrusted.Instructions, Logger: serverLog(stderr), Sessions: rt.Store, Visible: gw.Visible, Upstream: gw}
+		Instructions: untrusted.Instructions, Logger: serverLog(stderr), Visible: gw.Visible, Upstream: gw}
+	if *overHTTP {
+		// Over HTTP a session's steps are counted in the store. Over
+		// stdio the one session is this process's own, whole, so its
+		// steps are counted in memory (mcp.Options.Sessions), a durable
+		// write less per call; the gate still reads the session's kill
+		// flag, taint and provenance from the store.
+		opts.Sessions = rt.Store
+	}
 	if askClient { // out-of-band: no Decide, so nobody is asked (see runMCP)
 		opts.Decide = recordDecision(rt.Store)
 	}
