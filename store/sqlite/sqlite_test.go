@@ -442,6 +442,8 @@ func BenchmarkObserve(b *testing.B) { storetest.BenchmarkObserve(b, openBench(b)
 
 func BenchmarkState(b *testing.B) { storetest.BenchmarkState(b, openBench(b)) }
 
+func BenchmarkChargeSession(b *testing.B) { storetest.BenchmarkChargeSession(b, openBench(b)) }
+
 func TestRuns(t *testing.T) {
 	storetest.TestRuns(t, func(t *testing.T) store.Runs {
 		return open(t, filepath.Join(t.TempDir(), "airlock.db"), nil)

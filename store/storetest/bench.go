@@ -94,6 +94,18 @@ func BenchmarkState(b *testing.B, s store.Sessions) {
 	})
 }
 
+// BenchmarkChargeSession measures one ChargeSession of one step and
+// some tokens, without limits: what the gate writes for every call it lets
+// run. Each goroutine charges its own session.
+func BenchmarkChargeSession(b *testing.B, s store.Sessions) {
+	run := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	serialAndParallel(b, func(b *testing.B, worker string) {
+		if _, err := s.ChargeSession(context.Background(), run+worker, store.Charge{Steps: 1, Tokens: 100}, t0); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // serialAndParallel runs op as "serial", one at a time, and as
 // "parallel", GOMAXPROCS*4 goroutines at once (several gateway workers
 // sharing the store), each reporting ops/s. worker names the goroutine
