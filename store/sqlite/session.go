@@ -45,7 +45,7 @@ func (db *DB) updateSession(ctx context.Context, id string, now time.Time, chang
 		return store.Session{}, db.classify(err)
 	}
 	defer tx.Rollback()
-	s, err := scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = ?", id))
+	s, err := scanSession(tx.StmtContext(ctx, db.stmts.session).QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		s, err = store.Session{ID: id, Created: fromNanos(n), Updated: fromNanos(n)}, nil
 	}
@@ -53,7 +53,7 @@ func (db *DB) updateSession(ctx context.Context, id string, now time.Time, chang
 		return store.Session{}, db.classify(err)
 	}
 	var killAll bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM flags WHERE name = ? AND value <> 0)", killAllFlag).Scan(&killAll); err != nil {
+	if err := tx.StmtContext(ctx, db.stmts.killAll).QueryRowContext(ctx, killAllFlag).Scan(&killAll); err != nil {
 		return store.Session{}, db.classify(err)
 	}
 	s, err = change(s, killAll)
@@ -61,13 +61,7 @@ func (db *DB) updateSession(ctx context.Context, id string, now time.Time, chang
 		return s, err
 	}
 	s.Updated = fromNanos(n)
-	// An upsert, not INSERT OR REPLACE, which would reset the columns it
-	// does not name (flagged, tainted, truncated, observation_count).
-	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, step, tokens, micro_usd, mode, killed, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET step = excluded.step, tokens = excluded.tokens, micro_usd = excluded.micro_usd,
-			mode = excluded.mode, killed = excluded.killed, updated = excluded.updated`,
-		s.ID, s.Step, s.Tokens, s.MicroUSD, s.Mode, s.Killed, s.Created.UnixNano(), n); err != nil {
+	if _, err := tx.StmtContext(ctx, db.stmts.saveSession).ExecContext(ctx, s.ID, s.Step, s.Tokens, s.MicroUSD, s.Mode, s.Killed, s.Created.UnixNano(), n); err != nil {
 		return store.Session{}, db.classify(err)
 	}
 	return s, db.classify(tx.Commit())
@@ -75,7 +69,7 @@ func (db *DB) updateSession(ctx context.Context, id string, now time.Time, chang
 
 // Session implements store.Sessions.
 func (db *DB) Session(ctx context.Context, id string) (store.Session, error) {
-	s, err := scanSession(db.sql.QueryRowContext(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = ?", id))
+	s, err := scanSession(db.stmts.session.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
 	}
@@ -137,7 +131,7 @@ func (db *DB) SetKillAll(ctx context.Context, killed bool) error {
 // KillAll implements store.Sessions.
 func (db *DB) KillAll(ctx context.Context) (bool, error) {
 	var killed bool
-	if err := db.sql.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM flags WHERE name = ? AND value <> 0)", killAllFlag).Scan(&killed); err != nil {
+	if err := db.stmts.killAll.QueryRowContext(ctx, killAllFlag).Scan(&killed); err != nil {
 		return false, fmt.Errorf("store/sqlite: reading the global kill flag: %w", db.classify(err))
 	}
 	return killed, nil
@@ -164,10 +158,7 @@ func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, m
 		return fail(db.classify(err))
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, created, updated, flagged, tainted) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET updated = excluded.updated,
-			flagged = flagged OR excluded.flagged, tainted = tainted OR excluded.tainted`,
-		id, n, n, marks.Has(store.MarkFlagged), marks.Has(store.MarkTainted)); err != nil {
+	if _, err := tx.StmtContext(ctx, db.stmts.markSession).ExecContext(ctx, id, n, n, marks.Has(store.MarkFlagged), marks.Has(store.MarkTainted)); err != nil {
 		return fail(db.classify(err))
 	}
 	if len(obs) > 0 {
@@ -185,12 +176,7 @@ func (db *DB) Observe(ctx context.Context, id string, obs []store.Observation, m
 // from the same kind of source, then drops its oldest past
 // store.MaxObservations.
 func (db *DB) addObservations(ctx context.Context, tx *sql.Tx, id string, obs []store.Observation) error {
-	insert, err := tx.PrepareContext(ctx, `INSERT INTO observations (session, from_user, source, value) VALUES (?, ?, ?, ?)
-		ON CONFLICT (session, from_user, value) DO NOTHING`)
-	if err != nil {
-		return db.classify(err)
-	}
-	defer insert.Close()
+	insert := tx.StmtContext(ctx, db.stmts.addObservation)
 	var added int64
 	for _, o := range obs {
 		res, err := insert.ExecContext(ctx, id, o.FromUser(), []byte(o.Source), []byte(o.Value))
@@ -204,8 +190,7 @@ func (db *DB) addObservations(ctx context.Context, tx *sql.Tx, id string, obs []
 		added += n
 	}
 	var count int64
-	if err := tx.QueryRowContext(ctx, "UPDATE sessions SET observation_count = observation_count + ? WHERE id = ? RETURNING observation_count",
-		added, id).Scan(&count); err != nil {
+	if err := tx.StmtContext(ctx, db.stmts.countObservations).QueryRowContext(ctx, added, id).Scan(&count); err != nil {
 		return db.classify(err)
 	}
 	if over := count - store.MaxObservations; over > 0 {
@@ -227,16 +212,7 @@ func (db *DB) State(ctx context.Context, id string, after int64) (store.SessionS
 	if err := store.ValidSessionID(id); err != nil {
 		return store.SessionState{}, fail(err)
 	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT s.id IS NOT NULL,
-			COALESCE(s.step, 0), COALESCE(s.tokens, 0), COALESCE(s.micro_usd, 0), COALESCE(s.mode, ''),
-			COALESCE(s.killed, 0), COALESCE(s.flagged, 0), COALESCE(s.tainted, 0), COALESCE(s.truncated, 0),
-			COALESCE(s.created, 0), COALESCE(s.updated, 0),
-			EXISTS (SELECT 1 FROM flags WHERE name = ? AND value <> 0),
-			o.seq, o.source, o.value
-		FROM (SELECT ? AS id) AS k
-		LEFT JOIN sessions AS s ON s.id = k.id
-		LEFT JOIN observations AS o ON o.session = s.id AND o.seq > ?
-		ORDER BY o.seq`, killAllFlag, id, after)
+	rows, err := db.stmts.state.QueryContext(ctx, killAllFlag, id, after)
 	if err != nil {
 		return store.SessionState{}, fail(db.classify(err))
 	}

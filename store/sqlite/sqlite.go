@@ -103,6 +103,7 @@ type DB struct {
 	path       string
 	maxPending int
 	busy       time.Duration
+	stmts      stmts
 }
 
 var _ store.Backend = (*DB)(nil)
@@ -170,6 +171,10 @@ func Open(path string, opts *Options) (*DB, error) {
 	if err := db.setUp(context.Background()); err != nil {
 		sqldb.Close()
 		return nil, fail(err)
+	}
+	if err := db.stmts.prepare(context.Background(), sqldb); err != nil {
+		sqldb.Close()
+		return nil, fail(fmt.Errorf("preparing statements: %w", db.classify(err)))
 	}
 	return db, nil
 }
@@ -461,7 +466,8 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (int64, error) {
 
 // Close closes the database. Approvals stay in the file.
 func (db *DB) Close() error {
-	if err := db.sql.Close(); err != nil {
+	serr := db.stmts.close()
+	if err := errors.Join(db.sql.Close(), serr); err != nil {
 		return fmt.Errorf("store/sqlite: closing %s: %w", db.path, err)
 	}
 	return nil

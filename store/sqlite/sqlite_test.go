@@ -600,3 +600,32 @@ func TestUpgradeBeforePins(t *testing.T) {
 		t.Errorf("AddPin after the upgrade = %+v, %v, %v", got, added, err)
 	}
 }
+
+// TestSessionsAfterClose: the session calls that run prepared statements
+// fail after Close, as every other call does, rather than panic or still
+// reach the file.
+func TestSessionsAfterClose(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := db.ChargeSession(ctx, "s", store.Charge{Steps: 1}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	obs := []store.Observation{{Source: "web", Value: "https://example.com/"}}
+	for name, call := range map[string]func() error{
+		"State":         func() error { _, err := db.State(ctx, "s", 0); return err },
+		"Session":       func() error { _, err := db.Session(ctx, "s"); return err },
+		"KillAll":       func() error { _, err := db.KillAll(ctx); return err },
+		"ChargeSession": func() error { _, err := db.ChargeSession(ctx, "s", store.Charge{Steps: 1}, t0); return err },
+		"Observe":       func() error { return db.Observe(ctx, "s", obs, store.MarkTainted, t0) },
+	} {
+		if err := call(); err == nil {
+			t.Errorf("%s after Close = nil error, want one", name)
+		}
+	}
+}
