@@ -349,14 +349,22 @@ file.
 flags:`)
 		fs.PrintDefaults()
 	}
+	// The client comes first (airlock gateway import claude --from F),
+	// and the flag package stops at the first argument that is not a
+	// flag: so it is taken off before the flags are parsed.
+	var client string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		client, args = args[0], args[1:]
+	}
 	if err := fs.Parse(args); err != nil {
 		return usageExit(err)
 	}
-	if fs.NArg() != 1 {
+	if client == "" && fs.NArg() == 1 {
+		client = fs.Arg(0)
+	} else if client == "" || fs.NArg() != 0 {
 		fs.Usage()
 		return exitUsage
 	}
-	client := fs.Arg(0)
 	set, err := sf.resolve(fs, os.Getenv)
 	if err != nil {
 		return misused(stderr, "gateway import", err)
