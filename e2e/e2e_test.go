@@ -15,7 +15,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -25,10 +24,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"airlock.dev/airlock/gateway/gatewaytest"
 )
 
 // Bounds of each step, generous on a loaded two-core machine; the whole
@@ -181,7 +181,7 @@ func startHTTP(t testing.TB, bin string, env []string, sub string, args ...strin
 	// Its own directory, so that no airlock.yaml around the test is read.
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
-	var logs syncBuffer
+	var logs gatewaytest.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = killGrace
@@ -243,7 +243,7 @@ func freeAddr(t testing.TB) string {
 // run runs args in dir, in a process group of its own that is killed
 // whole at the timeout, and returns stdout and stderr together.
 func run(dir string, env []string, timeout time.Duration, args ...string) ([]byte, error) {
-	var out syncBuffer
+	var out gatewaytest.Buffer
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -284,23 +284,4 @@ func stopGroup(pid int, exited <-chan error) {
 		<-exited
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-}
-
-// syncBuffer is a bytes.Buffer that a process's stdout and stderr may
-// write to at once while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

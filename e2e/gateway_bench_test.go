@@ -156,7 +156,7 @@ func BenchmarkGatewayEcho(b *testing.B) {
 	}
 	gw := exec.Command(bin, args...)
 	gw.Env, gw.Dir = doorEnv(b), b.TempDir()
-	var gwLog syncBuffer
+	var gwLog gatewaytest.Buffer
 	gw.Stderr = &gwLog
 	b.Cleanup(func() {
 		if b.Failed() {

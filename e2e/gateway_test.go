@@ -161,7 +161,7 @@ func npmServer(cmd *exec.Cmd, env map[string]string) map[string]any {
 type gatewayProc struct {
 	cs     *sdk.ClientSession
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *gatewaytest.Buffer
 }
 
 // gateway starts `airlock gateway --upstreams FILE --workspace DIR
@@ -181,7 +181,7 @@ func (s *gwSpace) gatewayOn(t *testing.T, file string, opts *sdk.ClientOptions, 
 	cmd.Env = s.env
 	// Its own directory, so that no airlock.yaml around the test is read.
 	cmd.Dir = t.TempDir()
-	g := &gatewayProc{cmd: cmd, stderr: &syncBuffer{}}
+	g := &gatewayProc{cmd: cmd, stderr: &gatewaytest.Buffer{}}
 	cmd.Stderr = g.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), gatewayStartTimeout)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -163,6 +164,22 @@ func (cs *credentials) mask(s string) string {
 		}
 	}
 	return s
+}
+
+// HeadersFor returns the headers creds attach to a request for u, by the
+// rule web_fetch's requests follow: the credentials of u's exact host,
+// over https, or over http where a credential allows it. The gateway
+// attaches them to an HTTP upstream's requests.
+func HeadersFor(creds []Credential, u *url.URL) (http.Header, error) {
+	cs, err := compileCredentials(creds)
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{}
+	for _, c := range cs.forRequest(u.Scheme, strings.ToLower(u.Hostname())) {
+		h.Set(c.Header, c.Value)
+	}
+	return h, nil
 }
 
 // forRequest returns the credentials for a request's URL: exact host, and

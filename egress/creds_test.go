@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,43 @@ func TestLoadCredentials(t *testing.T) {
 	}
 	if _, err := LoadCredentials(filepath.Join(dir, "missing"), env); err == nil {
 		t.Error("a missing file loaded")
+	}
+}
+
+// TestHeadersFor: the headers for a URL follow web_fetch's rule: exact
+// host, https unless allow_http; an upstream's variable is never a header.
+func TestHeadersFor(t *testing.T) {
+	creds := []Credential{
+		{Host: "api.example.com", Value: "Bearer https-only-1234"},
+		{Host: "plain.example.com", Header: "x-key", Value: "plain-allowed-1234", AllowHTTP: true},
+		{Server: "github", Variable: "GITHUB_TOKEN", Value: "variable-only-1234"},
+	}
+	for _, tc := range []struct {
+		url, header, want string
+	}{
+		{"https://api.example.com/mcp", "Authorization", "Bearer https-only-1234"},
+		{"https://API.example.com:8443/mcp", "Authorization", "Bearer https-only-1234"},
+		{"http://api.example.com/mcp", "Authorization", ""},
+		{"https://sub.api.example.com/mcp", "Authorization", ""},
+		{"http://plain.example.com/mcp", "X-Key", "plain-allowed-1234"},
+	} {
+		u, _ := url.Parse(tc.url)
+		h, err := HeadersFor(creds, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Get(tc.header); got != tc.want {
+			t.Errorf("%s: %s = %q, want %q", tc.url, tc.header, got, tc.want)
+		}
+		for _, vs := range h {
+			for _, v := range vs {
+				if v == "variable-only-1234" {
+					t.Errorf("%s: an upstream's variable became a header", tc.url)
+				}
+			}
+		}
+	}
+	if _, err := HeadersFor([]Credential{{Host: "*.x.com", Value: "v-1234567"}}, &url.URL{Scheme: "https", Host: "a.x.com"}); err == nil {
+		t.Error("a credential with a wildcard host was accepted")
 	}
 }

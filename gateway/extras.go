@@ -49,28 +49,18 @@ func (u *upstream) listExtras(ctx context.Context) ([]*sdk.Prompt, []*sdk.Resour
 	}
 	var prompts []*sdk.Prompt
 	if caps.Prompts != nil {
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return nil, nil, err
-			}
-			if len(prompts) == MaxExtras {
-				u.log.Warn("gateway: upstream offers more than MaxExtras prompts; the rest are left out", "server", u.name)
-				break
-			}
-			prompts = append(prompts, p)
+		if prompts, err = take(cs.Prompts(ctx, nil), MaxExtras, func() {
+			u.log.Warn("gateway: upstream offers more than MaxExtras prompts; the rest are left out", "server", u.name)
+		}); err != nil {
+			return nil, nil, err
 		}
 	}
 	var resources []*sdk.Resource
 	if caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return nil, nil, err
-			}
-			if len(resources) == MaxExtras {
-				u.log.Warn("gateway: upstream offers more than MaxExtras resources; the rest are left out", "server", u.name)
-				break
-			}
-			resources = append(resources, r)
+		if resources, err = take(cs.Resources(ctx, nil), MaxExtras, func() {
+			u.log.Warn("gateway: upstream offers more than MaxExtras resources; the rest are left out", "server", u.name)
+		}); err != nil {
+			return nil, nil, err
 		}
 	}
 	return prompts, resources, nil
@@ -225,7 +215,7 @@ func (g *Gateway) extraSession(ctx context.Context, name string, prompt bool) (*
 	u := g.ups[e.server]
 	cs, err := u.session(ctx)
 	if err != nil {
-		return nil, nil, nil, nil, unavailable(&entry{server: e.server}, err, g.opts.Redact).Error
+		return nil, nil, nil, nil, unavailable(e.server, err, g.opts.Redact).Error
 	}
 	callCtx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	return e, cs, callCtx, cancel, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"airlock.dev/airlock/egress"
+	"airlock.dev/airlock/gate"
 	"airlock.dev/airlock/schema"
 	"airlock.dev/airlock/store"
 	"airlock.dev/airlock/tool"
@@ -82,7 +84,8 @@ type Gateway struct {
 	// opened is set when Open has admitted every server's first
 	// listing: a list_changed before then is kept in changed and acted
 	// on after, so that the first definition seen is what is pinned.
-	opened  bool
+	opened bool
+	// changed holds the servers whose list_changed waits for a refresh.
 	changed map[string]bool
 	// announced are the new tools already logged as waiting for the next
 	// start.
@@ -140,7 +143,7 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	redact := g.opts.Redact
 	g.opts.Redact = func(s string) string {
 		for _, v := range creds {
-			s = strings.ReplaceAll(s, v, "[REDACTED:airlock-credential]")
+			s = strings.ReplaceAll(s, v, gate.SecretMask)
 		}
 		if redact != nil {
 			s = redact(s)
@@ -157,7 +160,10 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			u.elicit = g.relay(u)
 		}
 		if s.URL != "" {
-			u.http = httpClient(s, g.opts.Credentials)
+			var err error
+			if u.http, err = httpClient(s, g.opts.Credentials); err != nil {
+				return nil, fmt.Errorf("gateway: server %s: %w", name, err)
+			}
 		} else {
 			u.env = stdioEnv(s, envSecrets(name, g.opts.Credentials))
 		}
@@ -208,6 +214,7 @@ func Open(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.mu.Lock()
 	g.opened = true
 	changed := slices.Sorted(maps.Keys(g.changed))
+	clear(g.changed)
 	g.mu.Unlock()
 	for _, server := range changed {
 		g.listChanged(server)
@@ -223,16 +230,24 @@ func (u *upstream) listTools(ctx context.Context) ([]*sdk.Tool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.StartTimeout)
 	defer cancel()
-	var out []*sdk.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+	return take(cs.Tools(ctx, nil), MaxTools, func() {
+		u.log.Warn("gateway: upstream offers more than MaxTools tools; the rest are left out", "server", u.name, "max", MaxTools)
+	})
+}
+
+// take collects a listing's items, at most max of them (calling over
+// when there are more).
+func take[T any](seq iter.Seq2[T, error], max int, over func()) ([]T, error) {
+	var out []T
+	for x, err := range seq {
 		if err != nil {
 			return nil, err
 		}
-		if len(out) == MaxTools {
-			u.log.Warn("gateway: upstream offers more than MaxTools tools; the rest are left out", "server", u.name, "max", MaxTools)
+		if len(out) == max {
+			over()
 			break
 		}
-		out = append(out, t)
+		out = append(out, x)
 	}
 	return out, nil
 }
@@ -296,8 +311,8 @@ func (g *Gateway) add(server string, t *sdk.Tool, st State, reason string) {
 // and schema can be offered, offered or not (a disabled one answers its
 // state's code, so that a call of it is audited and explains itself).
 func (g *Gateway) Tools() []tool.Tool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	g.mu.Lock() // an entry whose schema cannot be bounded is marked invalid
+	defer g.mu.Unlock()
 	var out []tool.Tool
 	for _, name := range slices.Sorted(maps.Keys(g.tools)) {
 		e := g.tools[name]
@@ -395,13 +410,13 @@ func (g *Gateway) runner(e *entry) tool.Executor {
 }
 
 // unavailable is the result of a call whose upstream cannot be reached.
-func unavailable(e *entry, err error, redact func(string) string) tool.Result {
+func unavailable(server string, err error, redact func(string) string) tool.Result {
 	hint := "Try again later, or use another server's tools"
 	var ue *errUnavailable
 	if errors.As(err, &ue) && !ue.retryAt.IsZero() {
 		hint = fmt.Sprintf("Try again in %s, or use another server's tools", time.Until(ue.retryAt).Round(time.Second)+time.Second)
 	}
-	return tool.Fail(CodeUpstreamUnavailable, redact(fmt.Sprintf("the %s server cannot be reached: %v", e.server, err)), hint)
+	return tool.Fail(CodeUpstreamUnavailable, redact(fmt.Sprintf("the %s server cannot be reached: %v", server, err)), hint)
 }
 
 // call makes one tools/call on the upstream, within the server's timeout;
@@ -413,7 +428,7 @@ func (u *upstream) call(ctx context.Context, e *entry, c *tool.Call, redact func
 		if ctx.Err() != nil {
 			return tool.Result{}, ctx.Err()
 		}
-		return unavailable(e, err, redact), nil
+		return unavailable(e.server, err, redact), nil
 	}
 	callCtx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
@@ -441,6 +456,32 @@ func (u *upstream) call(ctx context.Context, e *entry, c *tool.Call, redact func
 			"Check the effect before trying again; if the server ended, the next call starts it again"), nil
 	}
 	return result(e, res), nil
+}
+
+// relay gives an upstream's elicitation request to the client whose call
+// it belongs to: the one call waiting on that upstream. With several
+// calls in flight the gateway cannot tell which asked (stdio carries no
+// such link), and refuses rather than ask the wrong person.
+func (g *Gateway) relay(u *upstream) func(context.Context, string, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	return func(_ context.Context, server string, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		u.mu.Lock()
+		var callCtx context.Context
+		n := len(u.calls)
+		for c := range u.calls {
+			callCtx = c
+		}
+		u.mu.Unlock()
+		if n != 1 {
+			g.log.Warn("gateway: refused an elicitation request that belongs to no single call", "server", server, "calls_in_flight", n)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "airlock's gateway relays elicitation only during one call of this server"}
+		}
+		res, err := g.opts.Elicit(callCtx, server, req)
+		if err != nil {
+			g.warn("gateway: could not relay an elicitation request to the client", err, "server", server)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "airlock's gateway cannot ask the client: it takes no questions during a call (no elicitation capability, or protocol 2026-07-28, where questions come only with a call's result)"}
+		}
+		return res, nil
+	}
 }
 
 // begin and end keep the contexts of the calls in flight, for relaying an
@@ -518,19 +559,29 @@ func (g *Gateway) Close() error {
 
 // listChanged re-reads a server's tools when it says they changed, so
 // that a changed definition is noticed (and disabled) at once.
+//
+// Notifications that come while a refresh of the server waits to start
+// are one refresh: an upstream that registers its tools one by one sends
+// a burst of them.
 func (g *Gateway) listChanged(server string) {
 	g.mu.Lock()
-	if !g.opened {
-		g.changed[server] = true
-		g.mu.Unlock()
-		return
-	}
+	queued := g.changed[server]
+	g.changed[server] = true
+	opened := g.opened
 	g.mu.Unlock()
+	if !opened || queued {
+		return // Open acts on it when done, or a refresh is waiting to start
+	}
 	go func() {
+		g.refreshing[server].Lock()
+		defer g.refreshing[server].Unlock()
+		g.mu.Lock()
+		delete(g.changed, server) // a notification from now on asks for another refresh
+		g.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.Servers[server].StartTimeout)
 		defer cancel()
-		if err := g.Refresh(ctx, server); err != nil {
-			g.log.Warn("gateway: re-reading the tools failed", "server", server, "error", g.opts.Redact(err.Error()))
+		if err := g.refresh(ctx, server); err != nil {
+			g.warn("gateway: re-reading the tools failed", err, "server", server)
 		}
 	}()
 }
@@ -539,12 +590,18 @@ func (g *Gateway) listChanged(server string) {
 // reconciles each with its pin: a changed definition disables what it
 // defines, a new one waits for the next start.
 func (g *Gateway) Refresh(ctx context.Context, server string) error {
-	u, ok := g.ups[server]
+	mu, ok := g.refreshing[server]
 	if !ok {
 		return fmt.Errorf("no server %q", server)
 	}
-	g.refreshing[server].Lock()
-	defer g.refreshing[server].Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	return g.refresh(ctx, server)
+}
+
+// refresh is Refresh, with the server's refresh lock held.
+func (g *Gateway) refresh(ctx context.Context, server string) error {
+	u := g.ups[server]
 	tools, err := u.listTools(ctx)
 	if err != nil {
 		return err
@@ -606,19 +663,26 @@ func (g *Gateway) States() []ToolState {
 // httpClient is an HTTP upstream's client: its headers and credentials go
 // to the configured host and port only, a redirect elsewhere is refused,
 // and no proxy from the environment sees them.
-func httpClient(s *Server, creds []egress.Credential) http.Client {
-	u, _ := url.Parse(s.URL) // checked by Config.Check
+func httpClient(s *Server, creds []egress.Credential) (http.Client, error) {
+	u, err := url.Parse(s.URL) // checked by Config.Check
+	if err != nil {
+		return http.Client{}, err
+	}
+	headers, err := httpHeaders(s, creds)
+	if err != nil {
+		return http.Client{}, err
+	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.Proxy = nil
 	return http.Client{
-		Transport: &headerTransport{host: u.Host, headers: httpHeaders(s, creds), next: base},
+		Transport: &headerTransport{host: u.Host, headers: headers, next: base},
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
 			if r.URL.Host != u.Host || len(via) >= 5 {
 				return fmt.Errorf("the upstream redirected to %s; the gateway follows redirects only within %s, at most 5", r.URL.Host, u.Host)
 			}
 			return nil
 		},
-	}
+	}, nil
 }
 
 // headerTransport adds an HTTP upstream's headers to each request to its
@@ -640,28 +704,24 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // httpHeaders are an HTTP upstream's headers: the config's, then the
-// credentials for the URL's exact host (over https, or http where the
-// credential allows it).
-func httpHeaders(s *Server, creds []egress.Credential) http.Header {
+// credentials for the URL's exact host (egress.HeadersFor).
+func httpHeaders(s *Server, creds []egress.Credential) (http.Header, error) {
 	h := http.Header{}
 	for k, v := range s.Headers {
 		h.Set(k, v)
 	}
 	u, err := url.Parse(s.URL)
 	if err != nil {
-		return h
+		return nil, err
 	}
-	for _, c := range creds {
-		if c.Host == "" || c.Host != u.Hostname() || (u.Scheme != "https" && !c.AllowHTTP) {
-			continue
-		}
-		name := c.Header
-		if name == "" {
-			name = "Authorization"
-		}
-		h.Set(name, c.Value)
+	fromCreds, err := egress.HeadersFor(creds, u)
+	if err != nil {
+		return nil, err
 	}
-	return h
+	for k, vs := range fromCreds {
+		h[k] = vs
+	}
+	return h, nil
 }
 
 // envSecrets are the credentials a stdio upstream gets as environment

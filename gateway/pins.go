@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -165,36 +164,11 @@ func (g *Gateway) reconcileDef(ctx context.Context, k store.PinKey, v any, text 
 		g.log.Warn("gateway: an upstream changed a pinned definition; it is disabled until a person accepts the change",
 			"server", k.Server, "kind", k.Kind, "name", k.Name, "pinned", pin.Hash, "seen", hash)
 	}
-	return StateChanged, fmt.Sprintf("pinned %s, now %s", short(pin.Hash), short(hash)), pin.Definition, nil
+	return StateChanged, fmt.Sprintf("pinned %s, now %s", ShortHash(pin.Hash), ShortHash(hash)), pin.Definition, nil
 }
 
-func short(hash string) string { return hash[:min(12, len(hash))] }
-
-// relay gives an upstream's elicitation request to the client whose call
-// it belongs to: the one call waiting on that upstream. With several
-// calls in flight the gateway cannot tell which asked (stdio carries no
-// such link), and refuses rather than ask the wrong person.
-func (g *Gateway) relay(u *upstream) func(context.Context, string, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-	return func(_ context.Context, server string, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-		u.mu.Lock()
-		var callCtx context.Context
-		n := len(u.calls)
-		for c := range u.calls {
-			callCtx = c
-		}
-		u.mu.Unlock()
-		if n != 1 {
-			g.log.Warn("gateway: refused an elicitation request that belongs to no single call", "server", server, "calls_in_flight", n)
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "airlock's gateway relays elicitation only during one call of this server"}
-		}
-		res, err := g.opts.Elicit(callCtx, server, req)
-		if err != nil {
-			g.warn("gateway: could not relay an elicitation request to the client", err, "server", server)
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "airlock's gateway cannot ask the client: it takes no questions during a call (no elicitation capability, or protocol 2026-07-28, where questions come only with a call's result)"}
-		}
-		return res, nil
-	}
-}
+// ShortHash is the first 12 digits of a hash, as people are shown it.
+func ShortHash(hash string) string { return hash[:min(12, len(hash))] }
 
 // PinView is one pin as `airlock gateway pins` shows it.
 type PinView struct {
@@ -284,13 +258,13 @@ func Accept(ctx context.Context, pins store.Pins, k store.PinKey, hash, by strin
 		switch {
 		case p.SeenHash != "":
 			if hash != "" && hash != p.SeenHash {
-				return store.Pin{}, fmt.Errorf("gateway: the offered definition is now %s, not the %s reviewed: review it again", short(p.SeenHash), short(hash))
+				return store.Pin{}, fmt.Errorf("gateway: the offered definition is now %s, not the %s reviewed: review it again", ShortHash(p.SeenHash), ShortHash(hash))
 			}
 			p.Hash, p.Definition, p.Signals = p.SeenHash, p.Seen, p.SeenSignals
 			p.SeenHash, p.Seen, p.SeenSignals = "", nil, nil
 		case !p.Accepted:
 			if hash != "" && hash != p.Hash {
-				return store.Pin{}, fmt.Errorf("gateway: the pinned definition is %s, not the %s reviewed: review it again", short(p.Hash), short(hash))
+				return store.Pin{}, fmt.Errorf("gateway: the pinned definition is %s, not the %s reviewed: review it again", ShortHash(p.Hash), ShortHash(hash))
 			}
 		default:
 			return p, ErrNothingToAccept

@@ -1,11 +1,9 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,27 +17,9 @@ import (
 	"airlock.dev/airlock/tool"
 )
 
-// syncBuffer is a log destination the upstreams' goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // hostileGateway opens a gateway in front of the hostile server over
 // stdio, as a process of its own.
-func hostileGateway(t *testing.T, creds []egress.Credential) (*gateway.Gateway, map[string]tool.Tool, *syncBuffer) {
+func hostileGateway(t *testing.T, creds []egress.Credential) (*gateway.Gateway, map[string]tool.Tool, *gatewaytest.Buffer) {
 	t.Helper()
 	bin := gatewaytest.BuildHostile(t)
 	c := config(t, map[string]*gateway.Server{"hostile": {Command: bin, Timeout: 20 * time.Second}})
@@ -47,7 +27,7 @@ func hostileGateway(t *testing.T, creds []egress.Credential) (*gateway.Gateway, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &gatewaytest.Buffer{}
 	g, err := gateway.Open(context.Background(), c, &gateway.Options{
 		Pins: openStore(t), Credentials: creds,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),

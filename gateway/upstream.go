@@ -300,27 +300,6 @@ func (u *upstream) close() {
 	}
 }
 
-// status is what `airlock gateway status` and the log say of an upstream.
-type status struct {
-	Connected bool      `json:"connected"`
-	Failures  int       `json:"failures,omitempty"`
-	RetryAt   time.Time `json:"retry_at,omitzero"`
-	LastError string    `json:"last_error,omitempty"`
-}
-
-func (u *upstream) status() status {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	s := status{Connected: u.cs != nil, Failures: u.failures}
-	if u.cs == nil && time.Now().Before(u.retryAt) {
-		s.RetryAt = u.retryAt
-	}
-	if u.lastErr != nil {
-		s.LastError = u.redact(u.lastErr.Error())
-	}
-	return s
-}
-
 // stdioEnv is a stdio upstream's environment: a minimal one from
 // airlock's own (what a command needs to be found and to run), then the
 // config's variables, then the credentials'. airlock's other variables,

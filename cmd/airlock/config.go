@@ -85,7 +85,7 @@ var settingTable = []setting{
 		func(s *settings) *string { return &s.FAQ }},
 	{"store", "AIRLOCK_STORE", "the store `URL` of approvals, sessions and the ledger: sqlite:PATH, postgres://... or redis://... (default: .airlock/state.db in the workspace)",
 		func(s *settings) *string { return &s.Store }},
-	{"credentials", "AIRLOCK_CREDENTIALS", "a credentials `FILE` (mode 600) of headers web_fetch and the egress proxy attach per exact host, so that no model or command sees them",
+	{"credentials", "AIRLOCK_CREDENTIALS", "a credentials `FILE` (mode 600) of headers web_fetch, the egress proxy and the gateway attach per exact host, and of gateway stdio upstreams' variables, so that no model or command sees them",
 		func(s *settings) *string { return &s.Credentials }},
 	{"upstreams", "AIRLOCK_UPSTREAMS", "airlock gateway: the `FILE` of upstream MCP servers (default: airlock/" + UpstreamsFile + " in the user's config directory)",
 		func(s *settings) *string { return &s.Upstreams }},

@@ -96,6 +96,7 @@ flags:`)
 	rcfg.Upstreams, rcfg.NoBuiltins = path, !cfg.Builtins
 	var gw *gateway.Gateway
 	rcfg.Upstream = func(ctx context.Context, rt *runtime.Runtime, rd *redact.Redactor) ([]tool.Tool, error) {
+		var err error
 		gw, err = gateway.Open(ctx, cfg, &gateway.Options{
 			Pins: rt.Store, Credentials: creds, Logger: gatewayLog(stderr, rd),
 			Redact: func(s string) string { out, _ := rd.RedactString(s); return out },
@@ -222,12 +223,12 @@ func runGatewayPins(ctx context.Context, args []string, stdout, stderr io.Writer
 		if name == "" {
 			name = p.Server + "/" + p.Kind + "/" + p.Name
 		}
-		fmt.Fprintf(stdout, "%-40s %-8s %s\n", name, p.State, p.Hash[:min(12, len(p.Hash))])
+		fmt.Fprintf(stdout, "%-40s %-8s %s\n", name, p.State, gateway.ShortHash(p.Hash))
 		if len(p.Signals) > 0 {
 			fmt.Fprintf(stdout, "    flagged for: %s\n", strings.Join(p.Signals, ", "))
 		}
 		if p.Diff != "" {
-			fmt.Fprintf(stdout, "    offered now: %s\n", p.SeenHash[:min(12, len(p.SeenHash))])
+			fmt.Fprintf(stdout, "    offered now: %s\n", gateway.ShortHash(p.SeenHash))
 			for _, line := range strings.Split(strings.TrimRight(p.Diff, "\n"), "\n") {
 				fmt.Fprintf(stdout, "    %s\n", line)
 			}
@@ -288,12 +289,12 @@ func runGatewayAccept(ctx context.Context, args []string, stdout, stderr io.Writ
 			fmt.Fprintf(stderr, "airlock gateway accept: %s: no such pin; `airlock gateway pins` lists them\n", name)
 			code = exitRefused
 		case errors.Is(err, gateway.ErrNothingToAccept):
-			fmt.Fprintf(stdout, "%s: nothing waits to be accepted; it is offered as pinned (%s)\n", name, p.Hash[:12])
+			fmt.Fprintf(stdout, "%s: nothing waits to be accepted; it is offered as pinned (%s)\n", name, gateway.ShortHash(p.Hash))
 		case err != nil:
 			fmt.Fprintf(stderr, "airlock gateway accept: %s: %v\n", name, err)
 			code = exitRefused
 		default:
-			fmt.Fprintf(stdout, "%s: accepted %s; the gateway offers it from its next start\n", name, p.Hash[:12])
+			fmt.Fprintf(stdout, "%s: accepted %s; the gateway offers it from its next start\n", name, gateway.ShortHash(p.Hash))
 		}
 	}
 	return code

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"airlock.dev/airlock/gateway/gatewaytest"
 	"airlock.dev/airlock/gateway/gatewaytest/hostile"
 	"airlock.dev/airlock/redact"
 )
@@ -269,7 +270,7 @@ func TestCrashWritesNothing(t *testing.T) {
 }
 
 func TestCancelStopsSlow(t *testing.T) {
-	var log syncBuffer
+	var log gatewaytest.Buffer
 	c := startRaw(t, hostile.Options{CancelLog: &log})
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}`)
@@ -310,24 +311,6 @@ func toolText(t *testing.T, result json.RawMessage) string {
 		t.Fatalf("tool result %.200s is not one text (%v)", result, err)
 	}
 	return r.Content[0].Text
-}
-
-// syncBuffer is a bytes.Buffer safe to write from the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // connect runs Serve and connects the Go SDK's client to it.
@@ -484,7 +467,7 @@ func TestToolResults(t *testing.T) {
 }
 
 func TestSecret(t *testing.T) {
-	var stderr syncBuffer
+	var stderr gatewaytest.Buffer
 	cs, _ := connect(t, hostile.Options{Stderr: &stderr}, nil)
 	text, _ := call(t, cs, "secret", nil)
 	r, err := redact.New(nil)
@@ -512,7 +495,7 @@ func TestSecret(t *testing.T) {
 }
 
 func TestCancelFromSDK(t *testing.T) {
-	var log syncBuffer
+	var log gatewaytest.Buffer
 	cs, _ := connect(t, hostile.Options{CancelLog: &log}, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
